@@ -1,0 +1,69 @@
+# tileflight: the two commands a newcomer needs are `make serve` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+DATA ?= ./data
+LISTEN ?= 127.0.0.1:8815
+FUZZTIME ?= 10s
+BENCHTIME ?= 1x
+export GOFLAGS ?= -mod=mod
+
+.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures clean
+
+all: build
+
+# setup: Go modules and the pinned Python environment (idempotent).
+setup: $(VENV)/.stamp
+	$(GO) mod download
+
+$(VENV)/.stamp: python_tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip >/dev/null 2>&1 || true
+	$(VENV)/bin/pip install --quiet -r python_tests/requirements.txt
+	touch $@
+
+build:
+	$(GO) build -o bin/flightd ./cmd/flightd
+
+vet:
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -count=1 ./...
+
+# Fixtures written by the tiledb package (the reference), shared by Go and
+# Python tests. Regenerated when the generator changes.
+FIXTURES := python_tests/.fixtures
+$(FIXTURES)/.stamp: $(VENV)/.stamp $(wildcard python_tests/gen_*.py)
+	rm -rf $(FIXTURES)
+	$(VPY) python_tests/gen_fixtures.py $(FIXTURES)
+	touch $@
+
+fixtures: $(FIXTURES)/.stamp
+
+pytest: setup build fixtures
+	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(VPY) -m pytest -q python_tests
+
+test: setup vet build fixtures
+	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -count=1 ./...
+	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(VPY) -m pytest -q python_tests
+
+serve: build
+	./bin/flightd -data $(DATA) -listen $(LISTEN) -demo
+
+# Every fuzz target in the module, FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+clean:
+	rm -rf bin $(FIXTURES)
