@@ -37,8 +37,12 @@ gotest:
 # Python tests. Regenerated when the generator changes.
 FIXTURES := python_tests/.fixtures
 $(FIXTURES)/.stamp: $(VENV)/.stamp $(wildcard python_tests/gen_*.py)
-	rm -rf $(FIXTURES)
-	$(VPY) python_tests/gen_fixtures.py $(FIXTURES)
+	rm -rf $(FIXTURES) && mkdir -p $(FIXTURES)
+	@set -e; for g in python_tests/gen_*.py; do \
+	  n=$$(basename $$g .py); n=$${n#gen_}; \
+	  echo "fixtures: $$g -> $(FIXTURES)/$$n"; \
+	  $(VPY) $$g $(FIXTURES)/$$n; \
+	done
 	touch $@
 
 fixtures: $(FIXTURES)/.stamp
