@@ -1,0 +1,395 @@
+// Package query owns the query of DESIGN.md §3: the JSON object that
+// Flight tickets, CMD descriptors and DoPut descriptors carry. It parses
+// and validates the JSON strictly (a hand-written ticket with a typo is an
+// InvalidArgument error, not a silently ignored key) and renders queries
+// back to JSON for the tickets that GetFlightInfo hands out. Resolving
+// names and ranges against an array's schema is the reader's job.
+package query
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tileflight/tileflight/errkind"
+)
+
+// Layout is the order of the result cells.
+type Layout string
+
+// The layouts of DESIGN.md §3. LayoutDefault lets the reader choose
+// (dense: row-major, sparse: unordered).
+const (
+	LayoutDefault   Layout = ""
+	LayoutRowMajor  Layout = "row-major"
+	LayoutColMajor  Layout = "col-major"
+	LayoutGlobal    Layout = "global"
+	LayoutUnordered Layout = "unordered"
+)
+
+// Limits that keep a hostile query from asking for unbounded work.
+const (
+	DefaultBatchRows = 65536
+	MaxBatchRows     = 1 << 24
+	MaxPartitions    = 1024
+	MaxRanges        = 1 << 16 // per dimension
+	MaxQueryBytes    = 1 << 20
+)
+
+// Value is one bound of a range: a number (kept as its JSON text so that
+// int64 and uint64 bounds keep full precision) or a string.
+type Value struct {
+	Num   json.Number
+	Str   string
+	IsStr bool
+}
+
+// Range is an inclusive [Lo, Hi] range on one dimension.
+type Range struct {
+	Lo, Hi Value
+}
+
+// DimRanges are the ranges given for one dimension, in the order given.
+type DimRanges struct {
+	Dim    string
+	Ranges []Range
+}
+
+// Timestamp is an inclusive range of milliseconds since the epoch.
+type Timestamp struct {
+	Start, End uint64
+}
+
+// Query is a parsed, syntactically valid query.
+type Query struct {
+	Array   string
+	Columns []string // nil = all, in schema order
+	// Subarray holds the dimensions the query restricts, in the order they
+	// appear in the JSON object.
+	Subarray  []DimRanges
+	Layout    Layout
+	Timestamp *Timestamp // nil = now
+	BatchRows int        // 0 = DefaultBatchRows
+	Limit     int64      // -1 = no limit
+	// Partitions is only meaningful to GetFlightInfo (0 = server's choice).
+	Partitions int
+}
+
+type rawQuery struct {
+	Array      *string         `json:"array"`
+	Columns    []string        `json:"columns"`
+	Subarray   json.RawMessage `json:"subarray"`
+	Layout     *string         `json:"layout"`
+	Timestamp  json.RawMessage `json:"timestamp"`
+	BatchRows  *int64          `json:"batch_rows"`
+	Limit      *int64          `json:"limit"`
+	Partitions *int64          `json:"partitions"`
+}
+
+func invalid(format string, args ...any) error {
+	return errkind.Errorf(errkind.InvalidArgument, "query: "+format, args...)
+}
+
+// Parse decodes and validates a query.
+func Parse(b []byte) (*Query, error) {
+	if len(b) > MaxQueryBytes {
+		return nil, invalid("%d bytes is more than the %d a query may have", len(b), MaxQueryBytes)
+	}
+	if !utf8.Valid(b) {
+		return nil, invalid("not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var raw rawQuery
+	if err := dec.Decode(&raw); err != nil {
+		return nil, invalid("bad JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, invalid("trailing data after the JSON object")
+	}
+	q := &Query{Limit: -1}
+	if raw.Array == nil {
+		return nil, invalid(`"array" is required`)
+	}
+	if err := ValidateArrayName(*raw.Array); err != nil {
+		return nil, err
+	}
+	q.Array = *raw.Array
+	if raw.Columns != nil {
+		seen := map[string]bool{}
+		for _, c := range raw.Columns {
+			if c == "" || strings.ContainsRune(c, 0) {
+				return nil, invalid("array %q: empty or NUL column name", q.Array)
+			}
+			if seen[c] {
+				return nil, invalid("array %q: column %q listed twice", q.Array, c)
+			}
+			seen[c] = true
+		}
+		q.Columns = raw.Columns
+	}
+	if len(raw.Subarray) > 0 && string(raw.Subarray) != "null" {
+		sub, err := parseSubarray(raw.Subarray)
+		if err != nil {
+			return nil, fmt.Errorf("array %q: %w", q.Array, err)
+		}
+		q.Subarray = sub
+	}
+	if raw.Layout != nil {
+		switch l := Layout(*raw.Layout); l {
+		case LayoutRowMajor, LayoutColMajor, LayoutGlobal, LayoutUnordered:
+			q.Layout = l
+		default:
+			return nil, invalid("array %q: layout %q is not one of row-major, col-major, global, unordered", q.Array, *raw.Layout)
+		}
+	}
+	if len(raw.Timestamp) > 0 && string(raw.Timestamp) != "null" {
+		ts, err := parseTimestamp(raw.Timestamp)
+		if err != nil {
+			return nil, fmt.Errorf("array %q: %w", q.Array, err)
+		}
+		q.Timestamp = ts
+	}
+	if raw.BatchRows != nil {
+		if *raw.BatchRows < 1 || *raw.BatchRows > MaxBatchRows {
+			return nil, invalid("array %q: batch_rows %d is outside [1, %d]", q.Array, *raw.BatchRows, MaxBatchRows)
+		}
+		q.BatchRows = int(*raw.BatchRows)
+	}
+	if raw.Limit != nil {
+		if *raw.Limit < 0 {
+			return nil, invalid("array %q: limit %d is negative", q.Array, *raw.Limit)
+		}
+		q.Limit = *raw.Limit
+	}
+	if raw.Partitions != nil {
+		if *raw.Partitions < 1 || *raw.Partitions > MaxPartitions {
+			return nil, invalid("array %q: partitions %d is outside [1, %d]", q.Array, *raw.Partitions, MaxPartitions)
+		}
+		q.Partitions = int(*raw.Partitions)
+	}
+	return q, nil
+}
+
+func parseSubarray(b json.RawMessage) ([]DimRanges, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, invalid(`"subarray" must be an object of dimension name -> list of [lo, hi]`)
+	}
+	var out []DimRanges
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalid("subarray: %v", err)
+		}
+		dim := tok.(string)
+		if seen[dim] {
+			return nil, invalid("subarray: dimension %q given twice", dim)
+		}
+		seen[dim] = true
+		var pairs []json.RawMessage
+		if err := dec.Decode(&pairs); err != nil {
+			return nil, invalid("subarray: dimension %q: want a list of [lo, hi] ranges: %v", dim, err)
+		}
+		if len(pairs) == 0 {
+			return nil, invalid("subarray: dimension %q: empty list of ranges", dim)
+		}
+		if len(pairs) > MaxRanges {
+			return nil, invalid("subarray: dimension %q: %d ranges, at most %d", dim, len(pairs), MaxRanges)
+		}
+		dr := DimRanges{Dim: dim, Ranges: make([]Range, 0, len(pairs))}
+		for i, p := range pairs {
+			r, err := parseRange(p)
+			if err != nil {
+				return nil, invalid("subarray: dimension %q: range %d: %v", dim, i, err)
+			}
+			dr.Ranges = append(dr.Ranges, r)
+		}
+		out = append(out, dr)
+	}
+	return out, nil
+}
+
+func parseRange(b json.RawMessage) (Range, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var vals []any
+	if err := dec.Decode(&vals); err != nil || len(vals) != 2 {
+		return Range{}, fmt.Errorf("want [lo, hi], got %s", truncate(string(b)))
+	}
+	var r Range
+	for i, v := range vals {
+		var val Value
+		switch x := v.(type) {
+		case json.Number:
+			val.Num = x
+		case string:
+			val.Str, val.IsStr = x, true
+		default:
+			return Range{}, fmt.Errorf("bounds must be numbers or strings, got %s", truncate(string(b)))
+		}
+		if i == 0 {
+			r.Lo = val
+		} else {
+			r.Hi = val
+		}
+	}
+	if r.Lo.IsStr != r.Hi.IsStr {
+		return Range{}, fmt.Errorf("bounds mix a number and a string")
+	}
+	return r, nil
+}
+
+func parseTimestamp(b json.RawMessage) (*Timestamp, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, invalid("timestamp: %v", err)
+	}
+	toMs := func(x any) (uint64, error) {
+		n, ok := x.(json.Number)
+		if !ok {
+			return 0, invalid("timestamp: want milliseconds since the epoch, got %v", x)
+		}
+		i, err := n.Int64()
+		if err != nil || i < 0 {
+			if f, ferr := n.Float64(); ferr == nil && f >= 0 && f == math.Trunc(f) && f < 1<<63 {
+				return uint64(f), nil
+			}
+			return 0, invalid("timestamp: %s is not a non-negative integer number of milliseconds", n)
+		}
+		return uint64(i), nil
+	}
+	switch x := v.(type) {
+	case json.Number:
+		t, err := toMs(x)
+		if err != nil {
+			return nil, err
+		}
+		return &Timestamp{Start: 0, End: t}, nil
+	case []any:
+		if len(x) != 2 {
+			return nil, invalid("timestamp: want t or [start, end]")
+		}
+		s, err := toMs(x[0])
+		if err != nil {
+			return nil, err
+		}
+		e, err := toMs(x[1])
+		if err != nil {
+			return nil, err
+		}
+		if s > e {
+			return nil, invalid("timestamp: start %d is after end %d", s, e)
+		}
+		return &Timestamp{Start: s, End: e}, nil
+	}
+	return nil, invalid("timestamp: want t or [start, end]")
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// ValidateArrayName checks an array name against DESIGN.md §3: segments of
+// [A-Za-z0-9._-] joined by "/", none empty, "." or "..", none starting
+// with "__".
+func ValidateArrayName(name string) error {
+	if name == "" {
+		return errkind.Errorf(errkind.InvalidArgument, "array name is empty")
+	}
+	if len(name) > 1024 {
+		return errkind.Errorf(errkind.InvalidArgument, "array name is longer than 1024 bytes")
+	}
+	for _, seg := range strings.Split(name, "/") {
+		switch {
+		case seg == "":
+			return errkind.Errorf(errkind.InvalidArgument, "array name %q: empty segment (absolute paths and \"//\" are refused)", name)
+		case seg == "." || seg == "..":
+			return errkind.Errorf(errkind.InvalidArgument, "array name %q: %q segments are refused", name, seg)
+		case strings.HasPrefix(seg, "__"):
+			return errkind.Errorf(errkind.InvalidArgument, "array name %q: segment %q starts with \"__\", which TileDB reserves", name, seg)
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				return errkind.Errorf(errkind.InvalidArgument, "array name %q: character %q is not allowed (use A-Z a-z 0-9 . _ -)", name, c)
+			}
+		}
+	}
+	return nil
+}
+
+// MarshalJSON renders the query in the canonical ticket form.
+func (q *Query) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"array":`)
+	writeJSON(&b, q.Array)
+	if q.Columns != nil {
+		b.WriteString(`,"columns":`)
+		writeJSON(&b, q.Columns)
+	}
+	if len(q.Subarray) > 0 {
+		b.WriteString(`,"subarray":{`)
+		for i, d := range q.Subarray {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeJSON(&b, d.Dim)
+			b.WriteString(":[")
+			for j, r := range d.Ranges {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteByte('[')
+				r.Lo.write(&b)
+				b.WriteByte(',')
+				r.Hi.write(&b)
+				b.WriteByte(']')
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte('}')
+	}
+	if q.Layout != LayoutDefault {
+		b.WriteString(`,"layout":`)
+		writeJSON(&b, string(q.Layout))
+	}
+	if q.Timestamp != nil {
+		fmt.Fprintf(&b, `,"timestamp":[%d,%d]`, q.Timestamp.Start, q.Timestamp.End)
+	}
+	if q.BatchRows > 0 {
+		fmt.Fprintf(&b, `,"batch_rows":%d`, q.BatchRows)
+	}
+	if q.Limit >= 0 {
+		fmt.Fprintf(&b, `,"limit":%d`, q.Limit)
+	}
+	if q.Partitions > 0 {
+		fmt.Fprintf(&b, `,"partitions":%d`, q.Partitions)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (v Value) write(b *bytes.Buffer) {
+	if v.IsStr {
+		writeJSON(b, v.Str)
+		return
+	}
+	b.WriteString(string(v.Num))
+}
+
+func writeJSON(b *bytes.Buffer, v any) {
+	enc, _ := json.Marshal(v)
+	b.Write(enc)
+}
