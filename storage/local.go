@@ -1,0 +1,306 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+)
+
+// tempPrefix marks Put's in-flight files. List hides them, so a crash in
+// the middle of a Put leaves litter but never a visible partial object.
+const tempPrefix = ".tfput-"
+
+// Local is a Store over a directory of the local filesystem. Every access
+// goes through an os.Root, so neither a key nor a symlink inside the tree
+// can reach outside the root directory.
+type Local struct {
+	root *os.Root
+	dir  string
+}
+
+var _ Store = (*Local)(nil)
+
+// NewLocal opens (and creates if missing) the directory root as a store.
+func NewLocal(root string) (*Local, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create root %q: %w", root, err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open root %q: %w", root, err)
+	}
+	return &Local{root: r, dir: root}, nil
+}
+
+// Root returns the directory the store was opened on.
+func (l *Local) Root() string { return l.dir }
+
+// Close releases the root directory handle.
+func (l *Local) Close() error { return l.root.Close() }
+
+// wrap turns an os error for key into one that names the key and wraps
+// ErrNotFound or ErrInvalidPath where that is what happened.
+func wrap(op, key string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return notFound(op, key)
+	case isEscape(err):
+		return fmt.Errorf("storage: %s %q: %w: %v", op, key, ErrInvalidPath, err)
+	}
+	return fmt.Errorf("storage: %s %q: %w", op, key, err)
+}
+
+// isEscape recognises os.Root's refusal to follow a path out of the root.
+// The standard library does not export that error, so its text is matched.
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctxErr(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	if _, err := CleanKey(key); err != nil {
+		return nil, fmt.Errorf("storage: get: %w", err)
+	}
+	b, err := l.root.ReadFile(key)
+	if err != nil {
+		if errors.Is(err, syscall.EISDIR) {
+			return nil, notFound("get", key)
+		}
+		return nil, wrap("get", key, err)
+	}
+	return b, nil
+}
+
+func (l *Local) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := ctxErr(ctx, "get range", key); err != nil {
+		return nil, err
+	}
+	if _, err := CleanKey(key); err != nil {
+		return nil, fmt.Errorf("storage: get range: %w", err)
+	}
+	f, err := l.root.Open(key)
+	if err != nil {
+		return nil, wrap("get range", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, wrap("get range", key, err)
+	}
+	if fi.IsDir() {
+		return nil, notFound("get range", key)
+	}
+	if err := checkRange(key, off, n, fi.Size()); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		// The file shrank between Stat and ReadAt.
+		return nil, fmt.Errorf("storage: get range %q [%d, %d): %w", key, off, off+n, err)
+	}
+	return buf, nil
+}
+
+func (l *Local) Put(ctx context.Context, key string, data []byte) error {
+	if err := ctxErr(ctx, "put", key); err != nil {
+		return err
+	}
+	if _, err := CleanKey(key); err != nil {
+		return fmt.Errorf("storage: put: %w", err)
+	}
+	dir := path.Dir(key)
+	if dir != "." {
+		if err := l.root.MkdirAll(dir, 0o755); err != nil {
+			return wrap("put", key, err)
+		}
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return wrap("put", key, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			l.root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return wrap("put", key, err)
+	}
+	if err := f.Sync(); err != nil {
+		return wrap("put", key, err)
+	}
+	if err := f.Close(); err != nil {
+		return wrap("put", key, err)
+	}
+	if err := ctxErr(ctx, "put", key); err != nil {
+		l.root.Remove(tmp)
+		ok = true
+		return err
+	}
+	if err := l.root.Rename(tmp, key); err != nil {
+		return wrap("put", key, err)
+	}
+	ok = true
+	// Make the rename itself durable; failure here does not undo the Put.
+	if d, err := l.root.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
+	if err := ctxErr(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	d, err := cleanDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list: %w", err)
+	}
+	name := d
+	if name == "" {
+		name = "."
+	}
+	f, err := l.root.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return []Entry{}, nil
+		}
+		return nil, wrap("list", dir, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, wrap("list", dir, err)
+	}
+	if !fi.IsDir() {
+		return []Entry{}, nil
+	}
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, wrap("list", dir, err)
+	}
+	out := make([]Entry, 0, len(des))
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), tempPrefix) {
+			continue
+		}
+		var info fs.FileInfo
+		if de.Type()&fs.ModeSymlink != 0 {
+			// Resolve through the root: a link out of the tree, or a
+			// dangling one, is simply not part of the store.
+			info, err = l.root.Stat(path.Join(name, de.Name()))
+			if err != nil {
+				continue
+			}
+		} else if info, err = de.Info(); err != nil {
+			continue // removed since ReadDir
+		}
+		e := Entry{Name: de.Name(), IsDir: info.IsDir(), ModTime: info.ModTime()}
+		if !e.IsDir {
+			if !info.Mode().IsRegular() {
+				continue
+			}
+			e.Size = info.Size()
+		}
+		out = append(out, e)
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+func (l *Local) Delete(ctx context.Context, key string) error {
+	if err := ctxErr(ctx, "delete", key); err != nil {
+		return err
+	}
+	if _, err := CleanKey(key); err != nil {
+		return fmt.Errorf("storage: delete: %w", err)
+	}
+	fi, err := l.root.Lstat(key)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
+		return wrap("delete", key, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("storage: delete %q: is a directory (use DeletePrefix)", key)
+	}
+	if err := l.root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return wrap("delete", key, err)
+	}
+	return nil
+}
+
+func (l *Local) DeletePrefix(ctx context.Context, dir string) error {
+	if err := ctxErr(ctx, "delete prefix", dir); err != nil {
+		return err
+	}
+	d, err := cleanDir(dir)
+	if err != nil {
+		return fmt.Errorf("storage: delete prefix: %w", err)
+	}
+	if d != "" {
+		if err := l.root.RemoveAll(d); err != nil {
+			return wrap("delete prefix", dir, err)
+		}
+		return nil
+	}
+	// The root itself stays; only its contents go.
+	f, err := l.root.Open(".")
+	if err != nil {
+		return wrap("delete prefix", dir, err)
+	}
+	des, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return wrap("delete prefix", dir, err)
+	}
+	for _, de := range des {
+		if err := ctxErr(ctx, "delete prefix", dir); err != nil {
+			return err
+		}
+		if err := l.root.RemoveAll(de.Name()); err != nil {
+			return wrap("delete prefix", de.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (l *Local) Stat(ctx context.Context, key string) (Entry, error) {
+	if err := ctxErr(ctx, "stat", key); err != nil {
+		return Entry{}, err
+	}
+	name := key
+	if key == "" {
+		name = "."
+	} else if _, err := CleanKey(key); err != nil {
+		return Entry{}, fmt.Errorf("storage: stat: %w", err)
+	}
+	fi, err := l.root.Stat(name)
+	if err != nil {
+		return Entry{}, wrap("stat", key, err)
+	}
+	e := Entry{Name: path.Base(key), IsDir: fi.IsDir(), ModTime: fi.ModTime()}
+	if key == "" {
+		e.Name = ""
+	}
+	if !e.IsDir {
+		e.Size = fi.Size()
+	}
+	return e, nil
+}
