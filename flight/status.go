@@ -1,0 +1,59 @@
+package flight
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/wire"
+)
+
+// toStatus maps an error from any layer to a gRPC status. Errors that
+// already are statuses pass through; errors of a kind (package errkind)
+// get that kind's code; corrupt or truncated on-disk data is DataLoss;
+// anything unclassified is Internal, because it is a bug to fix.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codeOf(err), err.Error())
+}
+
+func codeOf(err error) codes.Code {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	switch errkind.Of(err) {
+	case errkind.InvalidArgument:
+		return codes.InvalidArgument
+	case errkind.NotFound:
+		return codes.NotFound
+	case errkind.AlreadyExists:
+		return codes.AlreadyExists
+	case errkind.PermissionDenied:
+		return codes.PermissionDenied
+	case errkind.Unauthenticated:
+		return codes.Unauthenticated
+	case errkind.ResourceExhausted:
+		return codes.ResourceExhausted
+	case errkind.DataLoss:
+		return codes.DataLoss
+	case errkind.Unimplemented:
+		return codes.Unimplemented
+	case errkind.FailedPrecondition:
+		return codes.FailedPrecondition
+	}
+	if errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrTruncated) {
+		return codes.DataLoss
+	}
+	return codes.Internal
+}
