@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func TestFlagsWithEnvironmentFallback(t *testing.T) {
+	env := map[string]string{"TILEFLIGHT_DATA": "/env/data", "TILEFLIGHT_LISTEN": "127.0.0.1:1", "TILEFLIGHT_LOG_FORMAT": "json"}
+	getenv := func(k string) string { return env[k] }
+	c, err := parseServeFlags([]string{"-listen", "127.0.0.1:2"}, &bytes.Buffer{}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.data != "/env/data" || c.listen != "127.0.0.1:2" || c.logFormat != "json" {
+		t.Fatalf("%+v", c)
+	}
+	for _, bad := range [][]string{{"-log-format", "xml"}, {"-tls-cert", "c.pem"}, {"stray"}} {
+		if _, err := parseServeFlags(bad, &bytes.Buffer{}, getenv); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	env["TILEFLIGHT_MEMORY_BUDGET"] = "lots"
+	if _, err := parseServeFlags(nil, &bytes.Buffer{}, getenv); err == nil || !strings.Contains(err.Error(), "TILEFLIGHT_MEMORY_BUDGET") {
+		t.Errorf("bad environment value: %v", err)
+	}
+}
+
+func TestServeReadyHealthAndDrain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	var logs bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe(ctx, []string{"-data", t.TempDir(), "-listen", "127.0.0.1:0", "-log-format", "json"}, &logs, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("exited %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if !strings.Contains(logs.String(), "grpc://"+addr) {
+		t.Fatalf("ready line with grpc://%s missing from logs:\n%s", addr, logs.String())
+	}
+}
