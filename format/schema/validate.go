@@ -233,28 +233,30 @@ func validateDimension(d *Dimension, cellOrder Layout) error {
 }
 
 // checkExtentFloor refuses domains whose last tile, expanded to a whole tile
-// extent, would pass the largest value of the type (TileDB's rule for dense
-// tiling).
+// extent, would pass the largest 64-bit value (TileDB's rule; dense tiling
+// computes tile bounds in 64 bits).
 func checkExtentFloor(d *Dimension, rng, te uint64) error {
 	if (rng+1)%te == 0 {
 		return nil
 	}
-	bits := 8 * d.Type.Size()
-	span := uint64(math.MaxUint64) // largest offset from the type's minimum
-	if bits < 64 {
-		span = uint64(1)<<bits - 1
-	}
-	// lo as an offset from the type's minimum (modular arithmetic makes
-	// this exact for signed types too).
-	loOff, _, _ := d.DomainUint64()
+	steps := (rng / te) * te // last tile start, as an offset from lo
 	if d.Type.IsSigned() {
-		loOff -= ^uint64(0) << (bits - 1)
+		lo, _, _ := d.DomainInt64()
+		start := int64(uint64(lo) + steps) // within [lo, hi], so no overflow
+		if start > math.MaxInt64-int64(te-1) {
+			return errExtentFloor(d)
+		}
+		return nil
 	}
-	start := loOff + (rng/te)*te // start of the last tile
-	if start > span-(te-1) {
-		return invalid("dimension %q: the domain's last tile would pass the largest %s; lower the upper bound by one tile extent", d.Name, d.Type)
+	lo, _, _ := d.DomainUint64()
+	if lo+steps > math.MaxUint64-(te-1) {
+		return errExtentFloor(d)
 	}
 	return nil
+}
+
+func errExtentFloor(d *Dimension) error {
+	return invalid("dimension %q: the domain's last tile would pass the largest %s; lower the upper bound by one tile extent", d.Name, d.Type)
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
@@ -315,7 +317,7 @@ func checkPipeline(what string, p pipeline.Pipeline, t datatype.Datatype) error 
 				return invalid("%s: %s cannot filter %s data without a reinterpret_datatype", what, f.Type, t)
 			}
 		case pipeline.WebP:
-			if f.WebPFormat < pipeline.WebPRGB || f.WebPFormat > pipeline.WebPBGRA {
+			if f.WebPFormat > pipeline.WebPBGRA {
 				return invalid("%s: webp format %d", what, f.WebPFormat)
 			}
 			if f.WebPQuality < 0 || f.WebPQuality > 100 {
