@@ -1,0 +1,165 @@
+package codecs
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+
+	"golang.org/x/image/webp"
+
+	"github.com/tileflight/tileflight/filters/stage"
+	"github.com/tileflight/tileflight/format/pipeline"
+	"github.com/tileflight/tileflight/format/wire"
+)
+
+// webpFilter is TileDB's WebP filter on uint8 image tiles: each data part
+// is one WebP image (metadata: u32 part count, u32 encoded size per part).
+// Decoding goes through golang.org/x/image/webp; lossy images are turned
+// into RGB with libwebp's own arithmetic (fancy chroma upsampling and its
+// fixed-point BT.601 conversion) so that the pixels equal what TileDB
+// returns. There is no encoder.
+type webpFilter struct {
+	sameType
+	f pipeline.Filter
+}
+
+func (w webpFilter) depth() int {
+	if w.f.WebPFormat >= pipeline.WebPRGBA {
+		return 4
+	}
+	return 3
+}
+
+func (w webpFilter) Forward(*stage.Context, stage.Buffers) (stage.Buffers, error) {
+	return stage.Buffers{}, fmt.Errorf("webp: encoding: %w (no pure-Go WebP encoder is available)", ErrUnimplemented)
+}
+
+// webpMaxPixels bounds the image a header may announce: TileDB limits WebP
+// tiles to 16383x16383 pixels.
+const webpMaxSide = 16383
+
+func (w webpFilter) Reverse(ctx *stage.Context, in stage.Buffers) (stage.Buffers, error) {
+	data := stage.Concat(in.Data)
+	r, sizes, err := partSizes("webp", stage.Concat(in.Meta), len(data))
+	if err != nil {
+		return stage.Buffers{}, err
+	}
+	var out []byte
+	for i, s := range sizes {
+		part := data[:s]
+		data = data[s:]
+		cfg, err := webp.DecodeConfig(bytes.NewReader(part))
+		if err != nil {
+			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: %v", wire.ErrCorrupt, i, err)
+		}
+		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > webpMaxSide || cfg.Height > webpMaxSide {
+			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: image of %dx%d pixels", wire.ErrCorrupt, i, cfg.Width, cfg.Height)
+		}
+		img, err := webp.Decode(bytes.NewReader(part))
+		if err != nil {
+			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: %v", wire.ErrCorrupt, i, err)
+		}
+		out, err = w.appendPixels(out, img)
+		if err != nil {
+			return stage.Buffers{}, fmt.Errorf("webp: part %d: %w", i, err)
+		}
+	}
+	return stage.Buffers{Meta: rest(r), Data: [][]byte{out}}, nil
+}
+
+// appendPixels appends img in the filter's pixel format.
+func (w webpFilter) appendPixels(out []byte, img image.Image) ([]byte, error) {
+	b := img.Bounds()
+	wd, ht := b.Dx(), b.Dy()
+	d := w.depth()
+	start := len(out)
+	out = append(out, make([]byte, wd*ht*d)...)
+	px := out[start:]
+	bgr := w.f.WebPFormat == pipeline.WebPBGR || w.f.WebPFormat == pipeline.WebPBGRA
+	put := func(i int, r, g, bl, a byte) {
+		p := px[i*d : i*d+d]
+		if bgr {
+			r, bl = bl, r
+		}
+		p[0], p[1], p[2] = r, g, bl
+		if d == 4 {
+			p[3] = a
+		}
+	}
+	switch m := img.(type) {
+	case *image.NRGBA:
+		for y := range ht {
+			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			for x := range wd {
+				s := row[4*x : 4*x+4]
+				put(y*wd+x, s[0], s[1], s[2], s[3])
+			}
+		}
+	case *image.YCbCr:
+		yuvToRGB(m, nil, put)
+	case *image.NYCbCrA:
+		yuvToRGB(&m.YCbCr, m, put)
+	default:
+		return nil, fmt.Errorf("%w: unexpected decoded image type %T", wire.ErrCorrupt, img)
+	}
+	return out, nil
+}
+
+// yuvToRGB converts a 4:2:0 image as libwebp's default decoder does: the
+// chroma of each pixel interpolated from its four nearest chroma samples
+// with weights 9/16, 3/16, 3/16, 1/16 (nearest first; at the image edges
+// the missing neighbours are replaced by the nearest sample), then
+// libwebp's 14-bit fixed-point BT.601 matrix.
+func yuvToRGB(m *image.YCbCr, alpha *image.NYCbCrA, put func(i int, r, g, b, a byte)) {
+	b := m.Rect
+	wd, ht := b.Dx(), b.Dy()
+	cw, ch := (wd+1)/2, (ht+1)/2
+	near := func(p, n int) (int, int) { // nearest and second chroma index
+		if p == 0 {
+			return 0, 0
+		}
+		if p%2 == 1 {
+			return p / 2, min(p/2+1, n-1)
+		}
+		return p / 2, p/2 - 1
+	}
+	cb := func(cy, cx int) (int, int) {
+		o := (cy)*m.CStride + cx
+		return int(m.Cb[o]), int(m.Cr[o])
+	}
+	for y := range ht {
+		ny, fy := near(y, ch)
+		yrow := m.Y[y*m.YStride:]
+		for x := range wd {
+			nx, fx := near(x, cw)
+			u0, v0 := cb(ny, nx)
+			u1, v1 := cb(ny, fx)
+			u2, v2 := cb(fy, nx)
+			u3, v3 := cb(fy, fx)
+			u := (9*u0 + 3*u1 + 3*u2 + u3 + 8) >> 4
+			v := (9*v0 + 3*v1 + 3*v2 + v3 + 8) >> 4
+			yy := int(yrow[x])
+			a := byte(255)
+			if alpha != nil {
+				a = alpha.A[y*alpha.AStride+x]
+			}
+			put(y*wd+x, yuvR(yy, v), yuvG(yy, u, v), yuvB(yy, u), a)
+		}
+	}
+}
+
+func mulHi(v, c int) int { return (v * c) >> 8 }
+
+func clip8(v int) byte {
+	if v&^16383 == 0 {
+		return byte(v >> 6)
+	}
+	if v < 0 {
+		return 0
+	}
+	return 255
+}
+
+func yuvR(y, v int) byte    { return clip8(mulHi(y, 19077) + mulHi(v, 26149) - 14234) }
+func yuvG(y, u, v int) byte { return clip8(mulHi(y, 19077) - mulHi(u, 6419) - mulHi(v, 13320) + 8708) }
+func yuvB(y, u int) byte    { return clip8(mulHi(y, 19077) + mulHi(u, 33050) - 17685) }
