@@ -31,14 +31,14 @@ type goldenField struct {
 }
 
 type goldenInfo struct {
-	Name             string            `json:"name"`
-	Version          uint32            `json:"version"`
-	TimestampRange   [2]uint64         `json:"timestamp_range"`
-	NonEmptyDomain   []json.RawMessage `json:"nonempty_domain"`
-	CellNum          uint64            `json:"cell_num"`
-	Dense            bool              `json:"dense"`
-	SchemaName       string            `json:"schema_name"`
-	HasConsolidated  bool              `json:"has_consolidated_metadata"`
+	Name            string            `json:"name"`
+	Version         uint32            `json:"version"`
+	TimestampRange  [2]uint64         `json:"timestamp_range"`
+	NonEmptyDomain  []json.RawMessage `json:"nonempty_domain"`
+	CellNum         uint64            `json:"cell_num"`
+	Dense           bool              `json:"dense"`
+	SchemaName      string            `json:"schema_name"`
+	HasConsolidated bool              `json:"has_consolidated_metadata"`
 }
 
 type goldenAttrFacts struct {
@@ -462,17 +462,27 @@ func checkRoundTrip(t *testing.T, b []byte, fr *Fragment) {
 	secs := []sec{{"R-tree", o.RTree, rt},
 		{"fragment stats", o.FragmentStats, EncodeFragmentStats(m.FragmentStats)},
 		{"processed conditions", o.ProcessedConditions, EncodeProcessedConditions(m.ProcessedConditions)}}
-	for i := 0; i < f.FieldNum(); i++ {
-		secs = append(secs,
-			sec{"tile offsets", o.TileOffsets[i], EncodeU64List(m.TileOffsets[i])},
-			sec{"tile var offsets", o.TileVarOffsets[i], EncodeU64List(m.TileVarOffsets[i])},
-			sec{"tile var sizes", o.TileVarSizes[i], EncodeU64List(m.TileVarSizes[i])},
-			sec{"tile validity offsets", o.TileValidityOffsets[i], EncodeU64List(m.TileValidityOffsets[i])},
-			sec{"tile mins", o.TileMins[i], EncodeMinMax(m.TileMins[i])},
-			sec{"tile maxes", o.TileMaxes[i], EncodeMinMax(m.TileMaxes[i])},
-			sec{"tile sums", o.TileSums[i], EncodeU64List(m.TileSums[i])},
-			sec{"tile null counts", o.TileNullCounts[i], EncodeU64List(m.TileNullCounts[i])})
+	if f.Version < versionProcessedConds {
+		secs = secs[:len(secs)-1]
 	}
+	if f.Version < versionFragmentStats {
+		secs = secs[:1]
+	}
+	add := func(what string, offs []uint64, enc func(i int) []byte) {
+		for i, off := range offs {
+			secs = append(secs, sec{what, off, enc(i)})
+		}
+	}
+	add("tile offsets", o.TileOffsets, func(i int) []byte { return EncodeU64List(m.TileOffsets[i]) })
+	add("tile var offsets", o.TileVarOffsets, func(i int) []byte { return EncodeU64List(m.TileVarOffsets[i]) })
+	add("tile var sizes", o.TileVarSizes, func(i int) []byte { return EncodeU64List(m.TileVarSizes[i]) })
+	add("tile validity offsets", o.TileValidityOffsets, func(i int) []byte { return EncodeU64List(m.TileValidityOffsets[i]) })
+	add("tile mins", o.TileMins, func(i int) []byte { return EncodeMinMax(m.TileMins[i]) })
+	add("tile maxes", o.TileMaxes, func(i int) []byte { return EncodeMinMax(m.TileMaxes[i]) })
+	add("tile sums", o.TileSums, func(i int) []byte { return EncodeU64List(m.TileSums[i]) })
+	add("tile null counts", o.TileNullCounts, func(i int) []byte { return EncodeU64List(m.TileNullCounts[i]) })
+	add("global order mins", o.GlobalOrderMins, func(i int) []byte { return EncodeMinMax(m.GlobalOrderMins[i]) })
+	add("global order maxes", o.GlobalOrderMaxes, func(i int) []byte { return EncodeMinMax(m.GlobalOrderMaxes[i]) })
 	if len(secs) != len(raw) {
 		t.Errorf("footer points at %d sections, file holds %d", len(secs), len(raw))
 	}
@@ -502,11 +512,11 @@ func checkRoundTrip(t *testing.T, b []byte, fr *Fragment) {
 	if !reflect.DeepEqual(normalize(m), normalize(m2)) {
 		t.Errorf("encoded file decodes to different metadata")
 	}
-	if !reflect.DeepEqual(sortedKeys(raw), sectionOrder(&f.Offsets)) {
+	if !reflect.DeepEqual(sortedKeys(raw), sectionOrder(f)) {
 		t.Errorf("TileDB's section order is not the footer's field order")
 	}
 	raw2, hdrs2, _ := rawSections(t, out, nf)
-	if !reflect.DeepEqual(sectionOrder(&nf.Offsets), sortedKeys(raw2)) {
+	if !reflect.DeepEqual(sectionOrder(nf), sortedKeys(raw2)) {
 		t.Errorf("our section order differs from TileDB's")
 	}
 	if len(raw2) != len(raw) {
@@ -525,13 +535,20 @@ func checkRoundTrip(t *testing.T, b []byte, fr *Fragment) {
 }
 
 // sectionOrder lists section offsets in the order TileDB writes sections.
-func sectionOrder(o *Offsets) []uint64 {
+func sectionOrder(f *Footer) []uint64 {
+	o := &f.Offsets
 	s := []uint64{o.RTree}
 	for _, v := range [][]uint64{o.TileOffsets, o.TileVarOffsets, o.TileVarSizes, o.TileValidityOffsets,
 		o.TileMins, o.TileMaxes, o.GlobalOrderMins, o.GlobalOrderMaxes, o.TileSums, o.TileNullCounts} {
 		s = append(s, v...)
 	}
-	return append(s, o.FragmentStats, o.ProcessedConditions)
+	if f.Version >= versionFragmentStats {
+		s = append(s, o.FragmentStats)
+	}
+	if f.Version >= versionProcessedConds {
+		s = append(s, o.ProcessedConditions)
+	}
+	return s
 }
 
 func sortedKeys(m map[uint64][]byte) []uint64 {
