@@ -77,6 +77,9 @@ func New(f pipeline.Filter, opts Options) (stage.Stage, error) {
 		if f.WebPFormat < pipeline.WebPRGB || f.WebPFormat > pipeline.WebPBGRA {
 			return nil, fmt.Errorf("webp: pixel format %d is not RGB, BGR, RGBA or BGRA", f.WebPFormat)
 		}
+		if f.WebPXExtent == 0 || f.WebPYExtent == 0 {
+			return nil, fmt.Errorf("webp: tile extents %dx%d: both must be set", f.WebPYExtent, f.WebPXExtent)
+		}
 		return webpFilter{f: f}, nil
 	case pipeline.AES256GCM:
 		return newAES(opts)

@@ -38,7 +38,7 @@ type goldenCase struct {
 	XExtent    uint16  `json:"x_extent"`
 }
 
-func (c goldenCase) datatype(t *testing.T) datatype.Datatype {
+func (c goldenCase) datatype(t testing.TB) datatype.Datatype {
 	if c.Dtype == "datetime64[ns]" {
 		return datatype.DatetimeNs
 	}
@@ -94,7 +94,7 @@ func parseTile(b []byte) ([]chunk, error) {
 	return out, r.Err()
 }
 
-func readGz(t *testing.T, name string) []byte {
+func readGz(t testing.TB, name string) []byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
@@ -112,7 +112,7 @@ func readGz(t *testing.T, name string) []byte {
 	return b
 }
 
-func loadCases(t *testing.T) []goldenCase {
+func loadCases(t testing.TB) []goldenCase {
 	b, err := os.ReadFile("testdata/cases.json")
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func loadCases(t *testing.T) []goldenCase {
 
 // aesIVs collects, in order, the IVs TileDB drew for the outermost AES
 // filter of every chunk, so Forward can be made to draw the same.
-func aesIVs(t *testing.T, chunks []chunk) []byte {
+func aesIVs(t testing.TB, chunks []chunk) []byte {
 	var ivs []byte
 	for _, c := range chunks {
 		r := wire.NewReader(c.meta)
@@ -143,7 +143,7 @@ func aesIVs(t *testing.T, chunks []chunk) []byte {
 	return ivs
 }
 
-func buildStages(t *testing.T, c goldenCase, rand io.Reader) ([]stage.Stage, []*stage.Context) {
+func buildStages(t testing.TB, c goldenCase, rand io.Reader) ([]stage.Stage, []*stage.Context) {
 	typ := c.datatype(t)
 	var stages []stage.Stage
 	var ctxs []*stage.Context

@@ -226,89 +226,77 @@ func bitParts(dst, src []byte, es int, invert bool) {
 		copy(dst, src)
 		return
 	}
+	var tmp [bitBlock]byte // per-block scratch, on the stack
 	for off := 0; off < len(src); off += bitBlock {
 		end := min(off+bitBlock, len(src))
 		s, d := src[off:end], dst[off:end]
 		m := len(s) / es
 		m -= m % 8
 		if invert {
-			bitUnshuffleBlock(d, s, m, es)
+			bitUnshuffleBlock(d, s, m, es, &tmp)
 		} else {
-			bitShuffleBlock(d, s, m, es)
+			bitShuffleBlock(d, s, m, es, &tmp)
 		}
 		copy(d[m*es:], s[m*es:])
 	}
 }
 
-// bitShuffleBlock transposes m elements (m a multiple of 8) of es bytes.
-func bitShuffleBlock(dst, src []byte, m, es int) {
-	rows := m / 8 // bytes per output bit-plane
-	if es == 8 {
-		var w [8]uint64
-		for g := range rows {
-			e := src[64*g : 64*g+64]
-			for r := range 8 {
-				w[r] = binary.LittleEndian.Uint64(e[8*r:])
+// bitShuffleBlock transposes m elements (m a multiple of 8, m*es at most
+// bitBlock) of es bytes: a byte shuffle into a stack buffer gathers byte
+// j of every element into stream j, then each stream is cut into its 8
+// bit-planes, 64 elements (8 words) at a time.
+func bitShuffleBlock(dst, src []byte, m, es int, tmp *[bitBlock]byte) {
+	t := tmp[:m*es]
+	ByteShuffle(t, src[:m*es], es)
+	rows := m / 8 // bytes per bit-plane
+	var w [8]uint64
+	for j := range es {
+		stream := t[j*m : j*m+m]
+		planes := dst[8*j*rows : 8*(j+1)*rows]
+		g := 0
+		for ; g+8 <= rows; g += 8 {
+			for q := range 8 {
+				w[q] = transposeBits(binary.LittleEndian.Uint64(stream[8*(g+q):]))
 			}
-			transpose8x8(&w) // w[j] = byte j of the 8 elements
-			for j := range 8 {
-				x := transposeBits(w[j])
-				base := 8 * j * rows
-				for k := range 8 {
-					dst[base+k*rows+g] = byte(x >> (8 * k))
-				}
+			transpose8x8(&w) // w[k] = plane k's bytes for groups g..g+7
+			for k := range 8 {
+				binary.LittleEndian.PutUint64(planes[k*rows+g:], w[k])
 			}
 		}
-		return
-	}
-	for j := range es {
-		for g := range rows {
-			var x uint64
-			for r := range 8 {
-				x |= uint64(src[(8*g+r)*es+j]) << (8 * r)
-			}
-			x = transposeBits(x)
-			base := 8 * j * rows
+		for ; g < rows; g++ {
+			x := transposeBits(binary.LittleEndian.Uint64(stream[8*g:]))
 			for k := range 8 {
-				dst[base+k*rows+g] = byte(x >> (8 * k))
+				planes[k*rows+g] = byte(x >> (8 * k))
 			}
 		}
 	}
 }
 
 // bitUnshuffleBlock is the inverse of bitShuffleBlock.
-func bitUnshuffleBlock(dst, src []byte, m, es int) {
+func bitUnshuffleBlock(dst, src []byte, m, es int, tmp *[bitBlock]byte) {
+	t := tmp[:m*es]
 	rows := m / 8
-	if es == 8 {
-		var w [8]uint64
-		for g := range rows {
-			for j := range 8 {
-				base := 8 * j * rows
-				var x uint64
-				for k := range 8 {
-					x |= uint64(src[base+k*rows+g]) << (8 * k)
-				}
-				w[j] = transposeBits(x)
+	var w [8]uint64
+	for j := range es {
+		stream := t[j*m : j*m+m]
+		planes := src[8*j*rows : 8*(j+1)*rows]
+		g := 0
+		for ; g+8 <= rows; g += 8 {
+			for k := range 8 {
+				w[k] = binary.LittleEndian.Uint64(planes[k*rows+g:])
 			}
-			transpose8x8(&w)
-			e := dst[64*g : 64*g+64]
-			for r := range 8 {
-				binary.LittleEndian.PutUint64(e[8*r:], w[r])
+			transpose8x8(&w) // w[q] = the 8 planes' bytes of group g+q
+			for q := range 8 {
+				binary.LittleEndian.PutUint64(stream[8*(g+q):], transposeBits(w[q]))
 			}
 		}
-		return
-	}
-	for j := range es {
-		base := 8 * j * rows
-		for g := range rows {
+		for ; g < rows; g++ {
 			var x uint64
 			for k := range 8 {
-				x |= uint64(src[base+k*rows+g]) << (8 * k)
+				x |= uint64(planes[k*rows+g]) << (8 * k)
 			}
-			x = transposeBits(x)
-			for r := range 8 {
-				dst[(8*g+r)*es+j] = byte(x >> (8 * r))
-			}
+			binary.LittleEndian.PutUint64(stream[8*g:], transposeBits(x))
 		}
 	}
+	ByteUnshuffle(dst[:m*es], t, es)
 }

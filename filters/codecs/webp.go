@@ -34,7 +34,7 @@ func (w webpFilter) Forward(*stage.Context, stage.Buffers) (stage.Buffers, error
 	return stage.Buffers{}, fmt.Errorf("webp: encoding: %w (no pure-Go WebP encoder is available)", ErrUnimplemented)
 }
 
-// webpMaxPixels bounds the image a header may announce: TileDB limits WebP
+// webpMaxSide bounds the image a header may announce: TileDB limits WebP
 // tiles to 16383x16383 pixels.
 const webpMaxSide = 16383
 
@@ -54,6 +54,13 @@ func (w webpFilter) Reverse(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 		}
 		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > webpMaxSide || cfg.Height > webpMaxSide {
 			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: image of %dx%d pixels", wire.ErrCorrupt, i, cfg.Width, cfg.Height)
+		}
+		// A tile image is exactly the tile: y extent rows of x extent
+		// bytes. Checking that before decoding also keeps a forged header
+		// from sizing a huge allocation.
+		if x, y := int(w.f.WebPXExtent), int(w.f.WebPYExtent); cfg.Width*w.depth() != x || cfg.Height != y {
+			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: image of %dx%d pixels does not fill the %dx%d-byte tile",
+				wire.ErrCorrupt, i, cfg.Width, cfg.Height, y, x)
 		}
 		img, err := webp.Decode(bytes.NewReader(part))
 		if err != nil {

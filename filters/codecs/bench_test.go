@@ -1,0 +1,158 @@
+package codecs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/tileflight/tileflight/filters/stage"
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/pipeline"
+)
+
+const benchBytes = 1 << 20
+
+func benchData(typ datatype.Datatype) []byte {
+	b := make([]byte, benchBytes)
+	for i := 0; i < benchBytes/8; i++ {
+		var v uint64
+		if typ == datatype.Float64 {
+			v = math.Float64bits(math.Sin(float64(i)/100) * 1000)
+		} else {
+			v = uint64(1_700_000_000 + i*8 + i%7) // ascending, narrow windows
+		}
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+// TestKernelsDoNotAllocate pins the read-path kernels to zero allocations.
+func TestKernelsDoNotAllocate(t *testing.T) {
+	src := benchData(datatype.Int64)[:40000]
+	dst := make([]byte, len(src))
+	for name, f := range map[string]func(){
+		"ByteUnshuffle": func() { ByteUnshuffle(dst, src, 8) },
+		"BitUnshuffle":  func() { BitUnshuffle(dst, src, 8) },
+		"PrefixSum":     func() { PrefixSum(dst, src, 8, 1) },
+		"XorUndelta":    func() { XorUndelta(dst, src, 8) },
+	} {
+		if n := testing.AllocsPerRun(5, f); n != 0 {
+			t.Errorf("%s allocates %.0f times", name, n)
+		}
+	}
+}
+
+// TestKernelsRoundTrip checks every element size, including sizes whose
+// byte counts leave partial elements and partial 8-element groups.
+func TestKernelsRoundTrip(t *testing.T) {
+	src := benchData(datatype.Float64)
+	for _, es := range []int{1, 2, 4, 8} {
+		for _, n := range []int{0, 1, 7, 8, 9, 63, 64, 65, 1000, 8192, 8200, 20000, 20003} {
+			s := src[:n]
+			a, b := make([]byte, n), make([]byte, n)
+			ByteShuffle(a, s, es)
+			ByteUnshuffle(b, a, es)
+			if !bytes.Equal(b, s) {
+				t.Fatalf("byte shuffle es=%d n=%d", es, n)
+			}
+			// against the definition
+			m := n / es
+			for i := 0; i < m; i++ {
+				for j := 0; j < es; j++ {
+					if a[j*m+i] != s[i*es+j] {
+						t.Fatalf("byte shuffle es=%d n=%d: wrong layout", es, n)
+					}
+				}
+			}
+			BitShuffle(a, s, es)
+			BitUnshuffle(b, a, es)
+			if !bytes.Equal(b, s) {
+				t.Fatalf("bit shuffle es=%d n=%d", es, n)
+			}
+			XorDelta(a, s, es)
+			XorUndelta(b, a, es)
+			if !bytes.Equal(b[:m*es], s[:m*es]) {
+				t.Fatalf("xor es=%d n=%d", es, n)
+			}
+		}
+	}
+}
+
+func benchKernel(b *testing.B, typ datatype.Datatype, f func(dst, src []byte)) {
+	src := benchData(typ)
+	dst := make([]byte, len(src))
+	b.SetBytes(int64(len(src)))
+	b.ResetTimer()
+	for range b.N {
+		f(dst, src)
+	}
+}
+
+var benchTypes = []struct {
+	name string
+	typ  datatype.Datatype
+}{{"int64", datatype.Int64}, {"float64", datatype.Float64}}
+
+func BenchmarkKernels(b *testing.B) {
+	for _, bt := range benchTypes {
+		b.Run("ByteUnshuffle/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { ByteUnshuffle(d, s, 8) })
+		})
+		b.Run("ByteShuffle/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { ByteShuffle(d, s, 8) })
+		})
+		b.Run("BitUnshuffle/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { BitUnshuffle(d, s, 8) })
+		})
+		b.Run("BitShuffle/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { BitShuffle(d, s, 8) })
+		})
+		b.Run("XorUndelta/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { XorUndelta(d, s, 8) })
+		})
+		b.Run("PrefixSum/"+bt.name, func(b *testing.B) {
+			benchKernel(b, bt.typ, func(d, s []byte) { PrefixSum(d, s, 8, 0) })
+		})
+	}
+	b.Run("ByteUnshuffle/int32", func(b *testing.B) {
+		benchKernel(b, datatype.Int64, func(d, s []byte) { ByteUnshuffle(d, s, 4) })
+	})
+	b.Run("BitUnshuffle/int32", func(b *testing.B) {
+		benchKernel(b, datatype.Int64, func(d, s []byte) { BitUnshuffle(d, s, 4) })
+	})
+}
+
+// BenchmarkReverseInto measures whole stages (metadata parsing included)
+// unfiltering 1 MiB into a reused buffer.
+func BenchmarkReverseInto(b *testing.B) {
+	for _, f := range []pipeline.Filter{
+		{Type: pipeline.Byteshuffle}, {Type: pipeline.Bitshuffle}, {Type: pipeline.XOR},
+		{Type: pipeline.PositiveDelta, MaxWindow: 1024}, {Type: pipeline.BitWidthReduction, MaxWindow: 256},
+	} {
+		for _, bt := range benchTypes {
+			if (f.Type == pipeline.PositiveDelta || f.Type == pipeline.BitWidthReduction) && bt.typ.IsFloat() {
+				continue
+			}
+			b.Run(f.Type.String()+"/"+bt.name, func(b *testing.B) {
+				s, _ := New(f, Options{})
+				ctx := &stage.Context{Type: bt.typ, Version: 22}
+				enc, err := s.Forward(ctx, stage.Buffers{Data: [][]byte{benchData(bt.typ)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				in := stage.Buffers{Meta: [][]byte{stage.Concat(enc.Meta)}, Data: [][]byte{stage.Concat(enc.Data)}}
+				dst := make([]byte, benchBytes)
+				ir := s.(IntoReverser)
+				b.SetBytes(benchBytes)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := ir.ReverseInto(ctx, in, dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
