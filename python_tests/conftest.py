@@ -1,0 +1,28 @@
+"""Shared pytest fixtures for python_tests."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir(tmp_path_factory):
+    """The directory of the fixture matrix (holding arrays/ and index.json).
+
+    With TILEFLIGHT_FIXTURES set (make test) it is
+    $TILEFLIGHT_FIXTURES/fixtures; otherwise the matrix is generated once per
+    session into a temporary directory."""
+    env = os.environ.get("TILEFLIGHT_FIXTURES")
+    if env:
+        d = os.path.join(env, "fixtures")
+        if not os.path.isfile(os.path.join(d, "index.json")):
+            pytest.fail(f"TILEFLIGHT_FIXTURES={env} but {d}/index.json is missing "
+                        "(run `make fixtures`)")
+        return d
+    d = str(tmp_path_factory.mktemp("fixtures"))
+    subprocess.run([sys.executable, os.path.join(HERE, "gen_fixtures.py"), d], check=True)
+    return d
