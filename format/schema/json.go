@@ -455,12 +455,16 @@ func cellValNumFromJSON(raw json.RawMessage, def uint32) (uint32, error) {
 
 // ToJSON renders s as schema JSON. Enumeration values are included for the
 // enumerations whose Enum is loaded.
-func ToJSON(s *ArraySchema) ([]byte, error) {
+func ToJSON(s *ArraySchema) ([]byte, error) { return ToJSONArray(s, "") }
+
+// ToJSONArray is ToJSON with the "array" member set (what describe returns).
+func ToJSONArray(s *ArraySchema, array string) ([]byte, error) {
 	if s == nil || len(s.Dimensions) == 0 {
 		return nil, errors.New("schema json: no schema")
 	}
 	capacity := s.Capacity
 	j := jsonSchema{
+		Array:           array,
 		Version:         s.Version,
 		Type:            s.Type.String(),
 		CellOrder:       s.CellOrder.String(),
