@@ -39,7 +39,8 @@ const MaxChunkSize = 64 * 1024
 // Options carries what the pipeline needs beyond its serialized form.
 type Options struct {
 	// EncryptionKey, when non-empty, is the array's AES-256-GCM key: like
-	// TileDB, the runner appends the encryption filter to the pipeline.
+	// TileDB, the runner appends the encryption filter to the pipeline
+	// (unless it already holds one, as generic tile pipelines do).
 	EncryptionKey []byte
 	// IsOffsets marks the pipeline of a var-sized field's offsets tile.
 	IsOffsets bool
@@ -81,7 +82,9 @@ func New(p pipeline.Pipeline, t datatype.Datatype, cellValNum uint32, version ui
 	}
 	pl := &Pipeline{desc: p, typ: t, cellValNum: cellValNum, version: version, opts: opts}
 	pl.filters = append([]pipeline.Filter(nil), p.Filters...)
-	if len(opts.EncryptionKey) > 0 {
+	// Generic tiles serialize the encryption filter in their pipeline;
+	// attribute pipelines never do and get it appended.
+	if len(opts.EncryptionKey) > 0 && !p.Has(pipeline.AES256GCM) {
 		pl.filters = append(pl.filters, pipeline.Filter{Type: pipeline.AES256GCM, Reinterpret: datatype.Any})
 	}
 	pl.cellSize = t.Size()

@@ -3,19 +3,16 @@
 // pipeline) used for schemas, fragment metadata sections, commit files and
 // array metadata.
 //
-// The header and the chunked tile framing are decoded here. Unfiltering the
-// chunk bytes is delegated to an Unfilterer so that this package stays
-// below the filters package; DefaultUnfilterer handles what TileDB writes
-// for generic tiles (gzip level 1, or no filters).
+// The header is decoded here; the chunked tile body goes through an
+// Unfilterer / Filterer, by default Codec, which runs the complete filter
+// pipeline of package filters (so encrypted and unusual generic tiles
+// work too).
 package gentile
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 
-	"github.com/klauspost/compress/zlib"
-
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/wire"
@@ -152,138 +149,68 @@ func Encode(payload []byte, version uint32, f Filterer) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
+// maxDeflateRatio bounds how much deflate can expand (about 1032:1): a
+// header claiming more for a gzip-only tile is corrupt.
 const maxDeflateRatio = 1100
 
-// DefaultUnfilterer handles generic tiles with no filters or with a single
-// gzip filter and no encryption: what TileDB writes for unencrypted arrays.
-// Package filters provides the complete implementation.
-var DefaultUnfilterer = basicCodec{}
+// maxOtherTile bounds the payload of generic tiles with other pipelines,
+// whose compression ratio has no useful bound (TileDB only writes gzip).
+const maxOtherTile = 64 << 20
 
-type basicCodec struct{}
-
-func (basicCodec) check(h *Header) (gzip bool, err error) {
-	if h.EncryptionType != 0 {
-		return false, fmt.Errorf("encrypted generic tiles need the filters package")
-	}
-	switch {
-	case len(h.Filters.Filters) == 0:
-		return false, nil
-	case len(h.Filters.Filters) == 1 && h.Filters.Filters[0].Type == pipeline.Gzip:
-		return true, nil
-	}
-	return false, fmt.Errorf("generic tile pipeline %v needs the filters package", h.Filters.Filters)
+// Codec unfilters and filters generic tiles with the complete filter
+// pipeline runner (package filters): any pipeline, and encrypted tiles
+// when EncryptionKey holds the array's AES-256-GCM key.
+type Codec struct {
+	EncryptionKey []byte
 }
 
-func (c basicCodec) UnfilterTile(h *Header, b []byte) ([]byte, error) {
-	gz, err := c.check(h)
-	if err != nil {
-		return nil, err
+// DefaultUnfilterer is the Codec without a key: every unencrypted
+// generic tile.
+var DefaultUnfilterer = Codec{}
+
+func (c Codec) pipeline(h *Header) (*filters.Pipeline, error) {
+	if h.EncryptionType != 0 && len(c.EncryptionKey) == 0 {
+		return nil, fmt.Errorf("encrypted generic tile (encryption type %d) needs the array's key", h.EncryptionType)
 	}
-	r := wire.NewReader(b)
-	nchunks := r.Count(8, 12, "number of chunks")
-	if r.Err() != nil {
-		return nil, r.Err()
+	if h.EncryptionType == 0 && h.Filters.Has(pipeline.AES256GCM) {
+		return nil, fmt.Errorf("%w: unencrypted generic tile with an encryption filter", wire.ErrCorrupt)
 	}
-	// Deflate cannot expand data by more than about 1032:1, so a tile size
-	// beyond that bound is corrupt; checking it first keeps a forged header
-	// from driving a huge allocation.
-	if h.TileSize > uint64(len(b))*maxDeflateRatio+pipeline.DefaultMaxChunkSize {
+	dt := h.Datatype
+	cvn := uint32(1)
+	if sz := uint64(dt.Size()); sz > 0 && h.CellSize > sz && h.CellSize%sz == 0 && h.CellSize/sz <= 1<<20 {
+		cvn = uint32(h.CellSize / sz)
+	}
+	var key []byte
+	if h.EncryptionType != 0 {
+		key = c.EncryptionKey
+	}
+	return filters.New(h.Filters, dt, cvn, h.Version, filters.Options{EncryptionKey: key})
+}
+
+// UnfilterTile implements Unfilterer.
+func (c Codec) UnfilterTile(h *Header, b []byte) ([]byte, error) {
+	limit := uint64(maxOtherTile)
+	switch {
+	case h.Filters.Empty() && h.EncryptionType == 0:
+		limit = uint64(len(b))
+	case len(h.Filters.Filters) == 1 && h.Filters.Filters[0].Type == pipeline.Gzip:
+		limit = max(limit, uint64(len(b))*maxDeflateRatio+pipeline.DefaultMaxChunkSize)
+	}
+	if h.TileSize > limit {
 		return nil, fmt.Errorf("%w: tile size %d is impossible for %d filtered bytes", wire.ErrCorrupt, h.TileSize, len(b))
 	}
-	out := make([]byte, 0, h.TileSize)
-	for i := 0; i < nchunks; i++ {
-		orig := r.Uint32("chunk original length")
-		flen := r.Uint32("chunk filtered length")
-		mlen := r.Uint32("chunk metadata length")
-		meta := r.BytesU64(uint64(mlen), "chunk metadata")
-		data := r.BytesU64(uint64(flen), "chunk data")
-		if r.Err() != nil {
-			return nil, fmt.Errorf("chunk %d: %w", i, r.Err())
-		}
-		if !gz {
-			if uint64(len(out))+uint64(len(data)) > h.TileSize {
-				return nil, fmt.Errorf("%w: chunk %d: chunks exceed the tile size %d", wire.ErrCorrupt, i, h.TileSize)
-			}
-			if len(meta) != 0 || orig != flen {
-				return nil, fmt.Errorf("%w: chunk %d: unfiltered chunk with metadata or size mismatch", wire.ErrCorrupt, i)
-			}
-			out = append(out, data...)
-			continue
-		}
-		mr := wire.NewReader(meta)
-		nmeta := mr.Uint32("gzip: metadata parts")
-		ndata := mr.Uint32("gzip: data parts")
-		if mr.Err() != nil || nmeta != 0 {
-			return nil, fmt.Errorf("%w: chunk %d: unexpected gzip metadata parts", wire.ErrCorrupt, i)
-		}
-		if !mr.CheckCount(uint64(ndata), 8, "gzip: data parts") {
-			return nil, fmt.Errorf("chunk %d: %w", i, mr.Err())
-		}
-		dr := wire.NewReader(data)
-		for p := uint32(0); p < ndata; p++ {
-			plen := mr.Uint32("gzip part original length")
-			clen := mr.Uint32("gzip part compressed length")
-			cb := dr.BytesU64(uint64(clen), "gzip part")
-			if mr.Err() != nil || dr.Err() != nil {
-				return nil, fmt.Errorf("chunk %d: %w", i, firstErr(mr.Err(), dr.Err()))
-			}
-			zr, err := zlib.NewReader(bytes.NewReader(cb))
-			if err != nil {
-				return nil, fmt.Errorf("chunk %d: zlib: %w", i, err)
-			}
-			if uint64(len(out))+uint64(plen) > h.TileSize {
-				return nil, fmt.Errorf("%w: chunk %d: parts exceed the tile size %d", wire.ErrCorrupt, i, h.TileSize)
-			}
-			start := len(out)
-			out = append(out, make([]byte, plen)...)
-			if _, err := io.ReadFull(zr, out[start:]); err != nil {
-				return nil, fmt.Errorf("chunk %d: zlib: %w", i, err)
-			}
-		}
-		_ = orig
-	}
-	return out, nil
-}
-
-func (c basicCodec) FilterTile(h *Header, data []byte) ([]byte, error) {
-	gz, err := c.check(h)
+	p, err := c.pipeline(h)
 	if err != nil {
 		return nil, err
 	}
-	const chunk = pipeline.DefaultMaxChunkSize
-	w := wire.NewWriter(nil)
-	n := (len(data) + chunk - 1) / chunk
-	w.Uint64(uint64(n))
-	for i := 0; i < n; i++ {
-		part := data[i*chunk : min(len(data), (i+1)*chunk)]
-		if !gz {
-			w.Uint32(uint32(len(part)))
-			w.Uint32(uint32(len(part)))
-			w.Uint32(0)
-			w.Write(part)
-			continue
-		}
-		var buf bytes.Buffer
-		zw, _ := zlib.NewWriterLevel(&buf, int(h.Filters.Filters[0].Level))
-		zw.Write(part)
-		zw.Close()
-		w.Uint32(uint32(len(part)))
-		w.Uint32(uint32(buf.Len()))
-		w.Uint32(16)
-		w.Uint32(0)
-		w.Uint32(1)
-		w.Uint32(uint32(len(part)))
-		w.Uint32(uint32(buf.Len()))
-		w.Write(buf.Bytes())
-	}
-	return w.Bytes(), nil
+	return p.UnfilterTile(make([]byte, h.TileSize), b)
 }
 
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+// FilterTile implements Filterer.
+func (c Codec) FilterTile(h *Header, data []byte) ([]byte, error) {
+	p, err := c.pipeline(h)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return p.FilterTile(data)
 }
