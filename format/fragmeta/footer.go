@@ -132,6 +132,11 @@ func DecodeFooter(b []byte, l Layout, version uint32) (*Footer, error) {
 	if version < versionFooterSections {
 		return nil, fmt.Errorf("fragment metadata: version %d has no footer", version)
 	}
+	if version < versionSplitCoords {
+		if err := l.checkZipped(); err != nil {
+			return nil, err
+		}
+	}
 	r := wire.NewReader(b)
 	f := &Footer{Layout: l}
 	f.Version = r.Uint32("footer: version")
@@ -160,9 +165,6 @@ func DecodeFooter(b []byte, l Layout, version uint32) (*Footer, error) {
 	} else {
 		f.NonEmptyDomain = make(MBR, len(l.Dims))
 		for d, dim := range l.Dims {
-			if f.Version < versionSplitCoords {
-				dim = Field{Type: l.Dims[0].Type, CellValNum: 1}
-			}
 			f.NonEmptyDomain[d] = readRange(r, dim, f.Version, fmt.Sprintf("footer: non-empty domain of %q", l.Dims[d].Name))
 		}
 	}

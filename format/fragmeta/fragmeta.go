@@ -106,6 +106,17 @@ func (l *Layout) check() error {
 	return nil
 }
 
+// checkZipped rejects layouts that fragments before v5 cannot have: they
+// stored all coordinates together, so dimensions share one fixed-size type.
+func (l *Layout) checkZipped() error {
+	for _, d := range l.Dims {
+		if d.Var() || d.Type != l.Dims[0].Type {
+			return fmt.Errorf("fragment metadata: pre-v5 fragment needs dimensions of one fixed-size type, %q is %s", d.Name, d.Type)
+		}
+	}
+	return nil
+}
+
 // FieldNum is the number of per-field entries in a footer of this version.
 // Before v5 the coordinates were one field after the attributes; from v5
 // the list is attributes, the zipped-coords placeholder, the dimensions,

@@ -39,11 +39,11 @@ func decodeLegacyPayload(p []byte, l Layout) (*Metadata, error) {
 	if r.Err() == nil && f.Version >= versionFooterSections {
 		return nil, corrupt("version %d in a pre-v3 metadata tile", f.Version)
 	}
+	if err := l.checkZipped(); err != nil {
+		return nil, err
+	}
 	var mbrSize uint64
 	for _, d := range l.Dims {
-		if d.Var() {
-			return nil, corrupt("var-sized dimension %q in a pre-v5 fragment", d.Name)
-		}
 		mbrSize += 2 * uint64(d.Type.Size())
 	}
 	domSize := r.Uint64("non-empty domain size")

@@ -32,6 +32,9 @@ func DecodeRTree(payload []byte, l Layout, version uint32) (*RTree, error) {
 	r := wire.NewReader(payload)
 	t := &RTree{}
 	if version < versionSplitCoords {
+		if err := l.checkZipped(); err != nil {
+			return nil, err
+		}
 		dn := r.Uint32("R-tree: dimension number")
 		t.Fanout = r.Uint32("R-tree: fanout")
 		r.Uint8("R-tree: datatype")
