@@ -249,15 +249,23 @@ func (f bitWidth) ReverseInto(ctx *stage.Context, in stage.Buffers, dst []byte) 
 	if r.Err() != nil {
 		return stage.Buffers{}, fmt.Errorf("bit_width_reduction: metadata: %w", r.Err())
 	}
-	wins := make([]bwrWindow, nwin)
-	var consumed, produced uint64
-	for i := range wins {
-		w := &wins[i]
-		w.offset = spec.load(r.Bytes(es, "window offset"))
+	// First pass: validate every window against the data, so the output
+	// is sized only from checked numbers; second pass: decode.
+	readWindow := func(r *wire.Reader) bwrWindow {
+		var w bwrWindow
+		if b := r.Bytes(es, "window offset"); len(b) == es {
+			w.offset = spec.load(b)
+		}
 		w.width = uint(r.Uint8("window bit width"))
 		w.nbytes = r.Uint32("window length")
-		if r.Err() != nil {
-			return stage.Buffers{}, fmt.Errorf("bit_width_reduction: metadata: window %d: %w", i, r.Err())
+		return w
+	}
+	mr := *r
+	var consumed, produced uint64
+	for i := range nwin {
+		w := readWindow(&mr)
+		if mr.Err() != nil {
+			return stage.Buffers{}, fmt.Errorf("bit_width_reduction: metadata: window %d: %w", i, mr.Err())
 		}
 		produced += uint64(w.nbytes)
 		if w.width >= spec.bits() || int(w.nbytes)%es != 0 {
@@ -278,7 +286,8 @@ func (f bitWidth) ReverseInto(ctx *stage.Context, in stage.Buffers, dst []byte) 
 	}
 	out := grow(dst, int(produced))
 	src, o := data, out
-	for _, w := range wins {
+	for range nwin {
+		w := readWindow(r)
 		nb := int(w.nbytes)
 		if w.width >= spec.bits() || nb%es != 0 {
 			copy(o, src[:nb])

@@ -62,7 +62,7 @@ func (w webpFilter) Reverse(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: image of %dx%d pixels does not fill the %dx%d-byte tile",
 				wire.ErrCorrupt, i, cfg.Width, cfg.Height, y, x)
 		}
-		img, err := webp.Decode(bytes.NewReader(part))
+		img, err := decodeWebP(part)
 		if err != nil {
 			return stage.Buffers{}, fmt.Errorf("webp: %w: part %d: %v", wire.ErrCorrupt, i, err)
 		}
@@ -72,6 +72,17 @@ func (w webpFilter) Reverse(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 		}
 	}
 	return stage.Buffers{Meta: rest(r), Data: [][]byte{out}}, nil
+}
+
+// decodeWebP runs the third-party decoder, turning a panic on hostile
+// input (none is known) into an error: no input may stop the daemon.
+func decodeWebP(b []byte) (img image.Image, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			img, err = nil, fmt.Errorf("decoder failure: %v", p)
+		}
+	}()
+	return webp.Decode(bytes.NewReader(b))
 }
 
 // appendPixels appends img in the filter's pixel format.
