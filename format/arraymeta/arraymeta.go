@@ -122,8 +122,12 @@ func (v Value) check() error {
 
 // DecodeFile decodes a whole metadata file: one generic tile (TileDB
 // writes exactly one) whose payload holds the entries.
-func DecodeFile(b []byte) ([]Entry, error) {
-	tiles, err := gentile.DecodeAll(b, nil)
+func DecodeFile(b []byte) ([]Entry, error) { return DecodeFileWith(b, nil) }
+
+// DecodeFileWith is DecodeFile with the generic tile codec of an encrypted
+// array (nil: unencrypted).
+func DecodeFileWith(b []byte, u gentile.Unfilterer) ([]Entry, error) {
+	tiles, err := gentile.DecodeAll(b, u)
 	if err != nil {
 		return nil, fmt.Errorf("array metadata file: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tileflight/tileflight/format/gentile"
 	"math"
 	"sort"
 	"strings"
@@ -68,6 +69,11 @@ const Latest = math.MaxUint64
 // A missing __meta directory is an empty map. Names TileDB would not
 // parse are ignored, as are directories.
 func Load(ctx context.Context, st storage.Store, arrayKey string, start, end uint64) (*Snapshot, error) {
+	return LoadWith(ctx, st, arrayKey, start, end, nil)
+}
+
+// LoadWith is Load for an encrypted array: u decodes its generic tiles.
+func LoadWith(ctx context.Context, st storage.Store, arrayKey string, start, end uint64, u gentile.Unfilterer) (*Snapshot, error) {
 	dir := storage.Join(arrayKey, names.MetaDir)
 	ents, err := st.List(ctx, dir)
 	if err != nil {
@@ -125,7 +131,7 @@ func Load(ctx context.Context, st storage.Store, arrayKey string, start, end uin
 		if err != nil {
 			return nil, fmt.Errorf("array metadata: %q: %w", key, err)
 		}
-		es, err := DecodeFile(b)
+		es, err := DecodeFileWith(b, u)
 		if err != nil {
 			return nil, fmt.Errorf("array metadata: %q: %w", key, err)
 		}
