@@ -1,0 +1,40 @@
+// Package plan owns a query resolved against an opened array: the output
+// columns as fields of the array's schema, the subarray as typed ranges per
+// dimension, and the effective layout, limit and batch size. Resolution
+// (query JSON -> Plan) checks names, types and domains and produces
+// InvalidArgument errors that say what to fix; the read paths (dense in
+// package reader, sparse in package reader/sparse) consume a Plan.
+package plan
+
+import (
+	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/query"
+)
+
+// Range is one inclusive range of one dimension. For fixed-size dimensions
+// Lo and Hi are one little-endian value of the dimension's datatype each;
+// for var-sized (string) dimensions they are the strings' bytes.
+type Range struct {
+	Lo, Hi []byte
+}
+
+// Subarray holds, for every dimension in schema order, the ranges to read
+// in the order the query gave them (never empty: a dimension the query left
+// out spans the array's non-empty domain).
+type Subarray [][]Range
+
+// Plan is a query resolved against an opened array.
+type Plan struct {
+	Array *array.Array
+	// Columns are the output fields by name, in output order (dimensions
+	// and/or attributes of Array.Schema).
+	Columns []string
+	// Subarray is the typed subarray.
+	Subarray Subarray
+	// Layout is the effective layout (never query.LayoutDefault).
+	Layout query.Layout
+	// BatchRows is the most rows in one record batch.
+	BatchRows int
+	// Limit is the most rows in the result; -1 means no limit.
+	Limit int64
+}
