@@ -114,8 +114,8 @@ func FuzzResolve(f *testing.F) {
 	seedFiles(f, SuffixCon)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l := Listing{
-			Root:    []Entry{{Name: nm(1, 1, 10) + ".vac"}, {Name: nm(1, 1, 10), Dir: true}, {Name: nm(1, 1, 10) + ".ok"}},
-			Commits: []Entry{{Name: nm(1, 9, 22) + ".con"}, {Name: nm(1, 9, 22) + ".ign"}, {Name: nm(2, 3, 22) + ".vac"}, {Name: nm(2, 2, 22) + ".wrt"}},
+			Root:     []Entry{{Name: nm(1, 1, 10) + ".vac"}, {Name: nm(1, 1, 10), Dir: true}, {Name: nm(1, 1, 10) + ".ok"}},
+			Commits:  []Entry{{Name: nm(1, 9, 22) + ".con"}, {Name: nm(1, 9, 22) + ".ign"}, {Name: nm(2, 3, 22) + ".vac"}, {Name: nm(2, 2, 22) + ".wrt"}},
 			ReadFile: func(string) ([]byte, error) { return b, nil },
 		}
 		Resolve(l, Options{Start: 0, End: 5})

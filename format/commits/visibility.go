@@ -47,11 +47,14 @@ type Options struct {
 
 // Fragment is a committed fragment to read.
 type Fragment struct {
-	Name    string // timestamped name
-	Path    string // relative to the array: "__fragments/NAME" or "NAME"
-	Start   uint64
-	End     uint64
-	Version uint32 // format version, from the name
+	Name  string // timestamped name
+	Path  string // relative to the array: "__fragments/NAME" or "NAME"
+	Start uint64
+	End   uint64
+	// Version is the format version as TileDB reads it from the name: the
+	// trailing number, 4 for names of formats 3-4 (no version) and 2 for
+	// names of formats 1-2; the fragment metadata holds the exact one.
+	Version uint32
 }
 
 // CommitPath returns the fragment's commit marker path.

@@ -1,7 +1,7 @@
 """Write TileDB arrays that exercise commits, consolidation, vacuuming,
 ignore files and deletes, for format/commits.
 
-usage: commits_cases.py OUTDIR
+usage: commits_cases.py OUTDIR     (the Go tests read format/commits/testdata/cases)
 
 For every case an array is built with the tiledb package (TileDB 2.30) in a
 temporary directory, then OUTDIR/<case>/ receives only what the Go tests
