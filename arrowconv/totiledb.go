@@ -15,7 +15,7 @@ import (
 
 // ToTileDB converts an Arrow column into TileDB write buffers for f: data,
 // offsets (var-sized fields: one little-endian uint64 start offset per cell,
-// in bytes) and validity (nullable fields: one byte per cell, 1 = valid).
+// in bytes) and validity (nullable attributes: one byte per cell, 1 = valid).
 //
 // Besides the type ArrowType(f) it accepts the DoPut conveniences:
 //   - strings and bytes: utf8, large_utf8, utf8_view, binary, large_binary,
@@ -55,7 +55,7 @@ func ToTileDB(f Field, arr arrow.Array) (data, offsets, validity []byte, err err
 			return nil, nil, nil, fmt.Errorf("column %q: row %d is null but the %s is not nullable: %w", f.Name, row, f.Role, ErrMismatch)
 		}
 	}
-	if f.Nullable {
+	if f.Nullable && f.Role == Attribute {
 		validity = make([]byte, n)
 		if arr.NullN() == 0 {
 			for i := range validity {
