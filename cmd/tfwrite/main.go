@@ -1,0 +1,179 @@
+// Command tfwrite drives package writer from the command line for the
+// Python tests (which check what TileDB reads from our fragments) and for
+// the crash test, which kills it mid-write. Not a user tool.
+//
+//	tfwrite create ARRAY SCHEMA.json
+//	tfwrite write ARRAY INPUT.arrow [-subarray JSON] [-layout col-major] [-timestamp MS] [-max-bytes N] [-repeat N]
+//	tfwrite drop ARRAY
+//	tfwrite meta ARRAY JSON-OBJECT
+//	tfwrite dump ARRAY
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tileflight/tileflight/format/arraymeta"
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/writer"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "tfwrite:", err)
+		os.Exit(1)
+	}
+}
+
+func openArray(path string) (storage.Store, string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, "", err
+	}
+	st, err := storage.NewLocal(filepath.Dir(abs))
+	if err != nil {
+		return nil, "", err
+	}
+	return st, filepath.Base(abs), nil
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: tfwrite create|write|drop|meta|dump ARRAY ...")
+	}
+	ctx := context.Background()
+	st, dir, err := openArray(args[1])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "dump":
+		return dumpArray(ctx, st, dir, os.Stdout)
+	case "drop":
+		return writer.DropArray(ctx, st, dir)
+	case "create":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: tfwrite create ARRAY SCHEMA.json")
+		}
+		b, err := os.ReadFile(args[2])
+		if err != nil {
+			return err
+		}
+		s, err := schema.FromJSON(b)
+		if err != nil {
+			return err
+		}
+		return writer.CreateArray(ctx, st, dir, s)
+	case "meta":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: tfwrite meta ARRAY JSON")
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(args[2]), &m); err != nil {
+			return err
+		}
+		vals := map[string]arraymeta.Value{}
+		var del []string
+		for k, x := range m {
+			if x == nil {
+				del = append(del, k)
+				continue
+			}
+			v, err := arraymeta.FromJSON(x)
+			if err != nil {
+				return err
+			}
+			vals[k] = v
+		}
+		if len(vals) > 0 {
+			if _, err := writer.PutMetadata(ctx, st, dir, vals, 0); err != nil {
+				return err
+			}
+		}
+		if len(del) > 0 {
+			_, err := writer.DeleteMetadata(ctx, st, dir, del, 0)
+			return err
+		}
+		return nil
+	case "write":
+		return write(ctx, st, dir, args[2:])
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func write(ctx context.Context, st storage.Store, dir string, args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("usage: tfwrite write ARRAY INPUT.arrow [flags]")
+	}
+	input := args[0]
+	fs := flag.NewFlagSet("write", flag.ContinueOnError)
+	sub := fs.String("subarray", "", "dense: JSON list of [lo, hi] per dimension")
+	layout := fs.String("layout", "row-major", "dense input order")
+	ts := fs.Uint64("timestamp", 0, "fragment timestamp (ms)")
+	maxBytes := fs.Int64("max-bytes", 0, "split into fragments above this input size")
+	repeat := fs.Int("repeat", 1, "write the input this many times (crash test)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	s, err := writer.LoadSchema(ctx, st, dir)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(input)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.NewGoAllocator()))
+	if err != nil {
+		return fmt.Errorf("%s: %w", input, err)
+	}
+	defer rd.Close()
+	if rd.NumRecords() != 1 {
+		return fmt.Errorf("%s: want exactly one record batch, got %d", input, rd.NumRecords())
+	}
+	rec, err := rd.RecordBatch(0)
+	if err != nil {
+		return err
+	}
+	cols, err := writer.FromArrow(s, rec)
+	if err != nil {
+		return err
+	}
+	opt := writer.Options{Timestamp: *ts, MaxFragmentBytes: *maxBytes}
+	for i := 0; i < *repeat; i++ {
+		var res *writer.Result
+		if s.IsDense() {
+			var subarray [][2]int64
+			if err := json.Unmarshal([]byte(*sub), &subarray); err != nil {
+				return fmt.Errorf("-subarray: %w", err)
+			}
+			l, err := schema.ParseLayout(*layout)
+			if err != nil {
+				return err
+			}
+			res, err = writer.WriteDense(ctx, st, dir, s, subarray, l, cols, opt)
+			if err != nil {
+				return err
+			}
+		} else {
+			res, err = writer.WriteSparse(ctx, st, dir, s, cols, opt)
+			if err != nil {
+				return err
+			}
+		}
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package writer
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/schema"
+)
+
+// grid is the space-tile geometry of a dense subarray. Coordinates are
+// handled as offsets from the domain's low bound (uint64), which is exact
+// for every integer dimension type.
+type grid struct {
+	s      *schema.ArraySchema
+	nd     int
+	sub    [][2]uint64 // subarray, as offsets from the domain start
+	ext    []uint64
+	tlo    []uint64 // first and last tile index touched, per dim
+	thi    []uint64
+	cells  uint64 // cells in the subarray
+	perTil uint64 // cells per space tile
+}
+
+func newGrid(s *schema.ArraySchema, subarray [][2]int64) (*grid, error) {
+	nd := len(s.Dimensions)
+	if len(subarray) != nd {
+		return nil, invalidf("dense write: subarray has %d ranges for %d dimensions", len(subarray), nd)
+	}
+	g := &grid{s: s, nd: nd, cells: 1, perTil: 1}
+	for d := range s.Dimensions {
+		dim := &s.Dimensions[d]
+		if !dim.Type.IsInteger() || dim.IsVar() {
+			return nil, invalidf("dense write: dimension %q of type %s is not an integer dimension", dim.Name, dim.Type)
+		}
+		ext, ok := dim.TileExtentUint64()
+		if !ok || ext == 0 {
+			return nil, invalidf("dense write: dimension %q has no tile extent", dim.Name)
+		}
+		lo, hi := subarray[d][0], subarray[d][1]
+		in := func(v int64) bool {
+			if dim.Type == datatype.Uint64 || !dim.Type.IsSigned() {
+				l, h := schema.AsUint64(dim.Type, dim.Lo()), schema.AsUint64(dim.Type, dim.Hi())
+				return uint64(v) >= l && uint64(v) <= h
+			}
+			l, h := schema.AsInt64(dim.Type, dim.Lo()), schema.AsInt64(dim.Type, dim.Hi())
+			return v >= l && v <= h
+		}
+		dl, dh, _ := dim.DomainStrings()
+		if !in(lo) || !in(hi) {
+			return nil, invalidf("dense write: dimension %q: range [%d, %d] is outside the domain [%s, %s]", dim.Name, lo, hi, dl, dh)
+		}
+		base := schema.AsUint64(dim.Type, dim.Lo())
+		a, b := uint64(lo)-base, uint64(hi)-base
+		if a > b {
+			return nil, invalidf("dense write: dimension %q: range [%d, %d] is empty", dim.Name, lo, hi)
+		}
+		g.sub = append(g.sub, [2]uint64{a, b})
+		g.ext = append(g.ext, ext)
+		g.tlo = append(g.tlo, a/ext)
+		g.thi = append(g.thi, b/ext)
+		var over bool
+		hiCells, loCells := bits.Mul64(g.cells, b-a+1)
+		over = hiCells != 0
+		g.cells = loCells
+		hiT, loT := bits.Mul64(g.perTil, ext)
+		if over || hiT != 0 || g.perTil > 1<<40 {
+			return nil, invalidf("dense write: subarray or space tile too large")
+		}
+		g.perTil = loT
+	}
+	if g.perTil > 1<<32 {
+		return nil, invalidf("dense write: a space tile of %d cells is too large", g.perTil)
+	}
+	return g, nil
+}
+
+func (g *grid) tilesAlong(d int) uint64 { return g.thi[d] - g.tlo[d] + 1 }
+
+// splitAlong cuts the subarray's range of dimension d into pieces of k
+// tiles (values, not offsets).
+func (g *grid) splitAlong(d int, k int64) [][2]int64 {
+	dim := &g.s.Dimensions[d]
+	base := schema.AsUint64(dim.Type, dim.Lo())
+	var out [][2]int64
+	for t := g.tlo[d]; t <= g.thi[d]; t += uint64(k) {
+		a := max(t*g.ext[d], g.sub[d][0])
+		b := min((t+uint64(k))*g.ext[d]-1, g.sub[d][1])
+		out = append(out, [2]int64{int64(a + base), int64(b + base)})
+	}
+	return out
+}
+
+// tiles calls f once per space tile touched by the subarray, in the
+// array's tile order, with the position map of the tile (its cells in
+// cell order -> input cell index, -1 outside the subarray). The input is
+// the subarray's cells in the given layout.
+func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64)) {
+	nd := g.nd
+	s := g.s
+	// Input strides per dimension.
+	inStride := make([]int64, nd)
+	acc := int64(1)
+	order := func(colMajor bool) []int { // dims from slowest to fastest
+		o := make([]int, nd)
+		for i := range o {
+			if colMajor {
+				o[i] = nd - 1 - i
+			} else {
+				o[i] = i
+			}
+		}
+		return o
+	}
+	inOrder := order(inLayout == schema.ColMajor)
+	for i := nd - 1; i >= 0; i-- {
+		d := inOrder[i]
+		inStride[d] = acc
+		acc *= int64(g.sub[d][1] - g.sub[d][0] + 1)
+	}
+	cellOrder := order(s.CellOrder == schema.ColMajor)
+	tileStride := make([]int64, nd)
+	acc = 1
+	for i := nd - 1; i >= 0; i-- {
+		d := cellOrder[i]
+		tileStride[d] = acc
+		acc *= int64(g.ext[d])
+	}
+	tileOrder := order(s.TileOrder == schema.ColMajor)
+	tc := make([]uint64, nd)
+	copy(tc, g.tlo)
+	pos := make([]int64, g.perTil)
+	lo := make([]uint64, nd)
+	hi := make([]uint64, nd)
+	cur := make([]uint64, nd)
+	for {
+		for i := range pos {
+			pos[i] = -1
+		}
+		for d := 0; d < nd; d++ {
+			t0 := tc[d] * g.ext[d]
+			lo[d] = max(t0, g.sub[d][0])
+			hi[d] = min(t0+g.ext[d]-1, g.sub[d][1])
+		}
+		copy(cur, lo)
+		for {
+			var tp, ip int64
+			for d := 0; d < nd; d++ {
+				tp += int64(cur[d]-tc[d]*g.ext[d]) * tileStride[d]
+				ip += int64(cur[d]-g.sub[d][0]) * inStride[d]
+			}
+			pos[tp] = ip
+			// odometer in cell order (fastest last)
+			k := nd - 1
+			for ; k >= 0; k-- {
+				d := cellOrder[k]
+				if cur[d] < hi[d] {
+					cur[d]++
+					break
+				}
+				cur[d] = lo[d]
+			}
+			if k < 0 {
+				break
+			}
+		}
+		f(append([]int64(nil), pos...))
+		k := nd - 1
+		for ; k >= 0; k-- {
+			d := tileOrder[k]
+			if tc[d] < g.thi[d] {
+				tc[d]++
+				break
+			}
+			tc[d] = g.tlo[d]
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// putValue encodes v as one value of an integer type.
+func putValue(t datatype.Datatype, v int64) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, uint64(v))
+	return b[:t.Size()]
+}
