@@ -3,7 +3,9 @@
 // dimension, and the effective layout, limit and batch size. Resolution
 // (query JSON -> Plan) checks names, types and domains and produces
 // InvalidArgument errors that say what to fix; the read paths (dense in
-// package reader, sparse in package reader/sparse) consume a Plan.
+// package reader, sparse in package reader/sparse) consume a Plan. It also
+// splits a plan into disjoint queries (GetFlightInfo endpoints) and
+// estimates result sizes.
 package plan
 
 import (
@@ -20,7 +22,8 @@ type Range struct {
 
 // Subarray holds, for every dimension in schema order, the ranges to read
 // in the order the query gave them (never empty: a dimension the query left
-// out spans the array's non-empty domain).
+// out spans the array's non-empty domain; see Plan.Empty for arrays with
+// no non-empty domain).
 type Subarray [][]Range
 
 // Plan is a query resolved against an opened array.
@@ -37,4 +40,15 @@ type Plan struct {
 	BatchRows int
 	// Limit is the most rows in the result; -1 means no limit.
 	Limit int64
+
+	// Query is the query the plan was resolved from.
+	Query *query.Query
+	// Empty is set when the result is known to be empty without reading:
+	// the query left a dimension out and no visible fragment has a
+	// non-empty domain (the ranges of such dimensions then hold the
+	// schema's domain, or an empty string range for string dimensions).
+	Empty bool
+	// Given[d] tells whether the query named dimension d (false: its
+	// ranges come from the non-empty domain).
+	Given []bool
 }
