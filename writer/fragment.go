@@ -2,8 +2,8 @@ package writer
 
 import (
 	"context"
-	"math"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 

@@ -19,12 +19,12 @@ import (
 type statKind uint8
 
 const (
-	statNone statKind = iota
-	statInt           // signed integers, datetimes, times: int64 sum
-	statUint          // unsigned integers and bool: uint64 sum
-	statFloat         // float32/float64: float64 sum
-	statChar          // CHAR / STRING_ASCII fixed cells: C-string min/max
-	statBytes         // BLOB and geometries: null counting only
+	statNone  statKind = iota
+	statInt            // signed integers, datetimes, times: int64 sum
+	statUint           // unsigned integers and bool: uint64 sum
+	statFloat          // float32/float64: float64 sum
+	statChar           // CHAR / STRING_ASCII fixed cells: C-string min/max
+	statBytes          // BLOB and geometries: null counting only
 )
 
 func kindOf(t datatype.Datatype) statKind {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	
+
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/names"
-		"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -68,4 +68,3 @@ func dumpArray(ctx context.Context, st storage.Store, dir string, out io.Writer)
 	enc.SetIndent("", " ")
 	return enc.Encode(res)
 }
-
