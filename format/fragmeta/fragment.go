@@ -24,8 +24,8 @@ type Fragment struct {
 	read     ReadFunc
 	fileSize uint64
 	u        gentile.Unfilterer
-	// ends[i] bounds the section starting at starts[i]: sections are laid
-	// out back to back, so the next recorded offset ends each one.
+	// starts holds every recorded section offset and the footer's, sorted:
+	// sections are laid out back to back, so the next one ends each.
 	starts []uint64
 
 	mu    sync.Mutex
@@ -102,7 +102,7 @@ func Open(read ReadFunc, fileSize uint64, l Layout, version uint32, opt *Options
 	if err != nil {
 		return nil, fmt.Errorf("fragment metadata: reading footer: %w", err)
 	}
-	off, size, need, err := LocateFooter(tail, fileSize, &l, version)
+	off, _, need, err := LocateFooter(tail, fileSize, &l, version)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,6 @@ func Open(read ReadFunc, fileSize uint64, l Layout, version uint32, opt *Options
 	if err != nil {
 		return nil, err
 	}
-	_ = size
 	fr.setFooter(f, off)
 	return fr, nil
 }

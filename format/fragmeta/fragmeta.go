@@ -73,6 +73,8 @@ func (f Field) CellSize() uint64 {
 
 // Layout is what fragment metadata needs to know about an array schema.
 type Layout struct {
+	// Dense is the schema's array type; decoding trusts each fragment's
+	// own flag instead (a pre-v3 fragment is dense when it has no MBRs).
 	Dense bool
 	Dims  []Field
 	Attrs []Field
