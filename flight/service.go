@@ -1,9 +1,13 @@
 package flight
 
 import (
+	"context"
+	"runtime"
+
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -13,18 +17,66 @@ type Config struct {
 	Store storage.Store
 	// Log receives the service's own messages (the access log is separate).
 	Log zerolog.Logger
-	// MemoryBudget bounds the decoded bytes one query may hold at once.
+	// MemoryBudget bounds the decoded bytes one query may hold at once
+	// (0: the reader's default).
 	MemoryBudget int64
+	// Workers bounds the goroutines one query uses to fetch and unfilter
+	// tiles (0: GOMAXPROCS).
+	Workers int
+	// MaxConcurrentStreams bounds the DoGet and DoPut calls running at once
+	// across all connections; one more is refused with ResourceExhausted
+	// (0: 4 per CPU, at least 32).
+	MaxConcurrentStreams int
+	// MaxPutBytes bounds the Arrow bytes one DoPut may send; a write is
+	// held in memory until it commits (0: 1 GiB).
+	MaxPutBytes int64
+	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
+	// become several fragments committed together.
+	MaxFragmentBytes int64
+	// EncryptionKey opens AES-256-GCM encrypted arrays.
+	EncryptionKey []byte
+	// Tokens, when not empty, turns on bearer-token authentication: the
+	// Handshake trades credentials for a bearer token, and read-only
+	// tokens may not write (AuthInterceptors does the per-call check).
+	Tokens Tokens
 }
 
-// Service implements the Flight RPCs. RPCs that are not built yet answer
-// Unimplemented (from the embedded base server).
+// Service implements the Flight RPCs.
 type Service struct {
 	aflight.BaseFlightServer
-	cfg Config
+	cfg     Config
+	streams chan struct{}
 }
 
 // NewService returns a Flight service over cfg.Store.
 func NewService(cfg Config) *Service {
-	return &Service{cfg: cfg}
+	if cfg.MaxConcurrentStreams <= 0 {
+		cfg.MaxConcurrentStreams = max(32, 4*runtime.GOMAXPROCS(0))
+	}
+	if cfg.MaxPutBytes <= 0 {
+		cfg.MaxPutBytes = 1 << 30
+	}
+	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams)}
+}
+
+// acquireStream takes one of the concurrent stream slots, or says why not.
+// Refusing at once (rather than queueing) tells a client to back off
+// instead of letting gRPC deadlines expire on calls that never started.
+func (s *Service) acquireStream() (release func(), err error) {
+	select {
+	case s.streams <- struct{}{}:
+		return func() { <-s.streams }, nil
+	default:
+		return nil, errkind.Errorf(errkind.ResourceExhausted,
+			"%d streams are already running (the -max-concurrent-streams limit); retry later", cap(s.streams))
+	}
+}
+
+// requireWrite refuses a mutation to callers that authenticated with a
+// read-only token.
+func requireWrite(ctx context.Context, what string) error {
+	if a, ok := ctx.Value(accessKey{}).(Access); ok && a == ReadOnly {
+		return errkind.Errorf(errkind.PermissionDenied, "%s needs a read-write token; this one is read-only", what)
+	}
+	return nil
 }

@@ -52,6 +52,11 @@ type serveConfig struct {
 	maxMessageBytes int
 	maxStreams      uint
 	memoryBudget    int64
+	workers         int
+	maxQueries      int
+	maxPutBytes     int64
+	tokensFile      string
+	tokens          string
 	shutdownTimeout time.Duration
 }
 
@@ -70,6 +75,11 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.maxMessageBytes, "max-message-bytes", 64<<20, "largest gRPC message accepted")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
 	fs.Int64Var(&c.memoryBudget, "memory-budget", 512<<20, "decoded bytes one query may hold at once")
+	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
+	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
+	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send (a write is held in memory until it commits)")
+	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
+	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
@@ -154,12 +164,20 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 			return fmt.Errorf("demo arrays: %w", err)
 		}
 	}
-	svc := flight.NewService(flight.Config{Store: store, Log: log, MemoryBudget: c.memoryBudget})
+	tokens, err := flight.LoadTokens(c.tokensFile, c.tokens)
+	if err != nil {
+		return err
+	}
+	svc := flight.NewService(flight.Config{
+		Store: store, Log: log, MemoryBudget: c.memoryBudget, Workers: c.workers,
+		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, Tokens: tokens,
+	})
 
 	unaryLog, streamLog := flight.AccessLog(log)
+	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(unaryLog),
-		grpc.ChainStreamInterceptor(streamLog),
+		grpc.ChainUnaryInterceptor(unaryLog, unaryAuth),
+		grpc.ChainStreamInterceptor(streamLog, streamAuth),
 		grpc.MaxRecvMsgSize(c.maxMessageBytes),
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
@@ -182,6 +200,12 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return fmt.Errorf("listen %s: %w", c.listen, err)
 	}
 	addr := lis.Addr().String()
+	if host, _, _ := net.SplitHostPort(addr); len(tokens) == 0 || scheme == "grpc" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn().Str("listen", addr).Bool("auth", len(tokens) > 0).Bool("tls", scheme != "grpc").
+				Msg("serving beyond loopback without both tokens and TLS: anyone who can reach this address can read (and without tokens, write)")
+		}
+	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("arrow.flight.protocol.FlightService", healthpb.HealthCheckResponse_SERVING)
 
