@@ -11,6 +11,7 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/plan"
 )
 
 // batchStream is one query's result as the reader produces it.
@@ -35,14 +36,34 @@ func (s *Service) resultSchema(ctx context.Context, q *query.Query) (*arrow.Sche
 	return sc, err
 }
 
+// Without a "partitions" request, a result is cut into one endpoint per
+// rowsPerEndpoint rows, up to maxAutoEndpoints.
+const (
+	rowsPerEndpoint  = 4 << 20
+	maxAutoEndpoints = 16
+)
+
 // partition resolves q and splits it into disjoint parts along tile
 // boundaries; total is the exact row count or -1.
 func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema, []*query.Query, int64, error) {
-	_, sc, err := s.querySchema(ctx, q)
+	a, sc, err := s.querySchema(ctx, q)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	one := *q
-	one.Partitions = 0
-	return sc, []*query.Query{&one}, -1, nil
+	p, err := plan.Resolve(a, q)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	total, exact := plan.EstimateRows(p)
+	if !exact {
+		total = -1
+	}
+	n := q.Partitions
+	if n == 0 {
+		n = 1
+		if total > 0 {
+			n = int(min(int64(maxAutoEndpoints), (total+rowsPerEndpoint-1)/rowsPerEndpoint))
+		}
+	}
+	return sc, plan.Split(p, n), total, nil
 }

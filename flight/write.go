@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,12 +16,12 @@ import (
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -374,11 +373,14 @@ func fmtInt(t datatype.Datatype, v int64) string {
 }
 
 // writeDense hands a dense write to the writer.
-func writeDense(ctx context.Context, st any, name string, s *schema.ArraySchema, d *denseTarget, cols map[string]writer.Column, opt writer.Options) (*writer.Result, error) {
-	return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to dense array %q: dense writes need writer.WriteDense, which is not built yet", name)
+func writeDense(ctx context.Context, st storage.Store, name string, s *schema.ArraySchema, d *denseTarget, cols map[string]writer.Column, opt writer.Options) (*writer.Result, error) {
+	sub := make([][2]int64, len(d.Lo))
+	for i := range d.Lo {
+		sub[i] = [2]int64{d.Lo[i], d.Hi[i]}
+	}
+	layout := schema.RowMajor
+	if d.ColMajor {
+		layout = schema.ColMajor
+	}
+	return writer.WriteDense(ctx, st, name, s, sub, layout, cols, opt)
 }
-
-var (
-	_ = sort.Strings
-	_ = array.IsArray
-)
