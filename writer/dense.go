@@ -75,10 +75,11 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 		}
 		start += cnt
 		fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true}
-		pg.tiles(layout, func(pos []int64) {
+		pg.tiles(layout, func(pos []int64, slabs [][2]int) {
 			tiles := make([]statTile, len(fields))
 			for fi, f := range fields {
 				tiles[fi] = denseTile(f, piece[f.name], pos)
+				tiles[fi].slabs = slabs
 			}
 			fr.tiles = append(fr.tiles, tiles)
 			fr.cellNum = append(fr.cellNum, uint64(len(pos)))
@@ -119,8 +120,8 @@ func sliceCol(c *col, s *schema.ArraySchema, name string, a, b int) *col {
 func denseTile(f *field, c *col, pos []int64) statTile {
 	n := len(pos)
 	t := statTile{n: n, cellSize: f.cellSize}
-	// Runs of consecutive input cells are copied at once; they are also
-	// the slabs the statistics cover.
+	// Runs of consecutive input cells are copied at once.
+	var runs [][2]int
 	for i := 0; i < n; {
 		if pos[i] < 0 {
 			i++
@@ -130,11 +131,8 @@ func denseTile(f *field, c *col, pos []int64) statTile {
 		for j < n && pos[j] == pos[j-1]+1 {
 			j++
 		}
-		t.slabs = append(t.slabs, [2]int{i, j})
+		runs = append(runs, [2]int{i, j})
 		i = j
-	}
-	if t.slabs == nil {
-		t.slabs = [][2]int{}
 	}
 	if f.isVar {
 		fill := f.typ.Size()
@@ -159,14 +157,14 @@ func denseTile(f *field, c *col, pos []int64) statTile {
 	} else {
 		cs := f.cellSize
 		t.data = make([]byte, n*cs)
-		for _, r := range t.slabs {
+		for _, r := range runs {
 			p := int(pos[r[0]])
 			copy(t.data[r[0]*cs:r[1]*cs], c.data[p*cs:(p+r[1]-r[0])*cs])
 		}
 	}
 	if f.nullable {
 		t.valid = make([]byte, n)
-		for _, r := range t.slabs {
+		for _, r := range runs {
 			p := int(pos[r[0]])
 			copy(t.valid[r[0]:r[1]], c.valid[p:p+r[1]-r[0]])
 		}

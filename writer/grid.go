@@ -95,7 +95,7 @@ func (g *grid) splitAlong(d int, k int64) [][2]int64 {
 // array's tile order, with the position map of the tile (its cells in
 // cell order -> input cell index, -1 outside the subarray). The input is
 // the subarray's cells in the given layout.
-func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64)) {
+func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)) {
 	nd := g.nd
 	s := g.s
 	// Input strides per dimension.
@@ -164,7 +164,7 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64)) {
 				break
 			}
 		}
-		f(append([]int64(nil), pos...))
+		f(append([]int64(nil), pos...), g.slabs(inLayout, tc, lo, hi, tileStride))
 		k := nd - 1
 		for ; k >= 0; k-- {
 			d := tileOrder[k]
@@ -185,4 +185,77 @@ func putValue(t datatype.Datatype, v int64) []byte {
 	b := make([]byte, 8)
 	binary.LittleEndian.PutUint64(b, uint64(v))
 	return b[:t.Size()]
+}
+
+// slabs lists the runs of tile cells TileDB's dense tiler visits when it
+// computes a tile's statistics, in its order (which fixes the rounding of
+// float sums and the count of its per-slab null counting). lo/hi is the
+// part of the subarray inside tile tc.
+func (g *grid) slabs(inLayout schema.Layout, tc, lo, hi []uint64, tileStride []int64) [][2]int {
+	nd := g.nd
+	ln := func(d int) uint64 { return hi[d] - lo[d] + 1 }
+	start := int64(0)
+	for d := 0; d < nd; d++ {
+		start += int64(lo[d]-tc[d]*g.ext[d]) * tileStride[d]
+	}
+	full := func(d int) bool { return ln(d) == g.ext[d] && lo[d] == g.sub[d][0] && hi[d] == g.sub[d][1] }
+	var dims []int // dimensions iterated, slowest first
+	var copyEl uint64
+	cellCol := g.s.CellOrder == schema.ColMajor
+	switch {
+	case nd == 1:
+		copyEl = ln(0)
+	case (inLayout == schema.ColMajor) != cellCol:
+		copyEl = 1
+		for d := 0; d < nd; d++ {
+			dims = append(dims, d)
+		}
+	case !cellCol:
+		copyEl = ln(nd - 1)
+		last := nd - 2
+		for ; last >= 0; last-- {
+			if !full(last + 1) {
+				break
+			}
+			copyEl *= ln(last)
+		}
+		for d := 0; d <= last; d++ {
+			dims = append(dims, d)
+		}
+	default:
+		copyEl = ln(0)
+		last := 1
+		for ; last < nd; last++ {
+			if !full(last - 1) {
+				break
+			}
+			copyEl *= ln(last)
+		}
+		for d := last; d < nd; d++ {
+			dims = append(dims, d)
+		}
+	}
+	var out [][2]int
+	if len(dims) == 0 {
+		return [][2]int{{int(start), int(start) + int(copyEl)}}
+	}
+	idx := make([]uint64, len(dims))
+	for {
+		off := start
+		for k, d := range dims {
+			off += int64(idx[k]) * tileStride[d]
+		}
+		out = append(out, [2]int{int(off), int(off) + int(copyEl)})
+		k := len(dims) - 1
+		for ; k >= 0; k-- {
+			if idx[k]+1 < ln(dims[k]) {
+				idx[k]++
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return out
+		}
+	}
 }
