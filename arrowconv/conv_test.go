@@ -492,3 +492,36 @@ func TestToTileDBConveniences(t *testing.T) {
 		})
 	}
 }
+
+// A dictionary column whose values are in another order than the
+// enumeration's must be remapped without touching the caller's indices: the
+// same record may be converted again (a retried DoPut) or read concurrently.
+func TestToTileDBDictionaryLeavesInputAlone(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	for _, it := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int32} {
+		b := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: it, ValueType: arrow.BinaryTypes.String})
+		for _, v := range []string{"blue", "red", "blue", "green"} {
+			if err := b.(*array.BinaryDictionaryBuilder).AppendString(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		arr := b.NewArray()
+		b.Release()
+		f := Field{Name: "c", Type: dt.Int64, CellValNum: 1, Enumeration: enumColors}
+		want := le([]int64{2, 0, 2, 1})
+		for round := range 2 {
+			data, _, _, err := ToTileDB(f, arr)
+			if err != nil {
+				t.Fatalf("%s round %d: %v", it, round, err)
+			}
+			if !bytes.Equal(data, want) {
+				t.Fatalf("%s round %d: got %x, want %x", it, round, data, want)
+			}
+		}
+		if got := arr.String(); got != `{ dictionary: ["blue" "red" "green"]
+  indices: [0 1 0 2] }` {
+			t.Fatalf("%s: input changed: %s", it, got)
+		}
+		arr.Release()
+	}
+}

@@ -864,11 +864,16 @@ func toEnum(f Field, arr arrow.Array, mismatch func() error) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		idx = view[int64](ib)
-		if idx == nil {
+		src := view[int64](ib)
+		idx = src
+		if sameNumber(ind.DataType().ID(), datatype.Int64) {
+			// castNumbers aliased the caller's index buffer: remap into
+			// our own rather than rewrite the column we were handed.
+			idx = make([]int64, n)
+		} else if idx == nil {
 			idx = []int64{}
 		}
-		for i, v := range idx {
+		for i, v := range src {
 			if arr.IsNull(i) {
 				idx[i] = 0
 				continue
