@@ -367,6 +367,23 @@ func TestValues(t *testing.T) {
 	if _, err := (Value{Type: datatype.Uint64, Num: 1, Raw: bytes.Repeat([]byte{255}, 8)}).Int64s(); err == nil {
 		t.Error("uint64 max fit int64")
 	}
+	if _, err := (Value{Type: datatype.StringUTF16, Num: 3, Raw: []byte{'h', 0}}).Text(); err == nil {
+		t.Error("Text of a short UTF-16 value")
+	}
+	// A count that the raw bytes do not back is refused before anything
+	// is allocated from it.
+	if _, err := JSONMap(map[string]Value{NumpyDataPrefix + "x": {Type: datatype.Int32, Num: math.MaxUint32}}); err == nil {
+		t.Error("numpy value with a forged count accepted")
+	}
+	// A shape deeper than numpy allows is not reshaped: the flat values.
+	deep := make([]int64, maxNumpyDims+1)
+	for i := range deep {
+		deep[i] = 1
+	}
+	m, err := JSONMap(map[string]Value{NumpyDataPrefix + "x": Int64s(5), NumpyShapePrefix + "x": Int64s(deep...)})
+	if b, _ := json.Marshal(m); err != nil || string(b) != `{"x":[5]}` {
+		t.Errorf("deep shape: %s %v", b, err)
+	}
 }
 
 func TestFromJSON(t *testing.T) {

@@ -67,10 +67,10 @@ func numpyJSON(v Value, shape Value, hasShape bool) (any, error) {
 	if v.IsText() || v.IsBytes() {
 		return v.JSON()
 	}
-	items := make([]any, v.Num)
 	if err := v.sane(); err != nil {
 		return nil, err
 	}
+	items := make([]any, v.Num)
 	for i := range items {
 		items[i] = v.item(i)
 	}
@@ -78,7 +78,7 @@ func numpyJSON(v Value, shape Value, hasShape bool) (any, error) {
 		return items, nil
 	}
 	dims, err := shape.Int64s()
-	if err != nil || len(dims) == 0 {
+	if err != nil || len(dims) == 0 || len(dims) > maxNumpyDims {
 		return items, nil
 	}
 	n := int64(1)
@@ -93,6 +93,11 @@ func numpyJSON(v Value, shape Value, hasShape bool) (any, error) {
 	}
 	return reshape(items, dims), nil
 }
+
+// maxNumpyDims is numpy's own limit on dimensions; a longer stored shape
+// is not one tiledb-py wrote, and would make reshape recurse as deep as the
+// file is long.
+const maxNumpyDims = 64
 
 func reshape(items []any, dims []int64) any {
 	if len(dims) == 1 {

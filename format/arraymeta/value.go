@@ -56,6 +56,9 @@ func (v Value) IsBytes() bool {
 // Text decodes a text value to a Go string (UTF-16/UCS-2 and UTF-32/UCS-4
 // are converted; the one-byte types are returned as they are).
 func (v Value) Text() (string, error) {
+	if err := v.sane(); err != nil {
+		return "", err
+	}
 	switch {
 	case !v.IsText():
 		return "", fmt.Errorf("%s value is not text", v.Type)
