@@ -1,0 +1,544 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/plan"
+	"github.com/tileflight/tileflight/reader/tileio"
+)
+
+// Dense reads work in chunks: a chunk is a run of consecutive result cells
+// that is itself a cross product of per-dimension coordinate pieces, so
+// that its cells can be painted from tiles with strided copies. In
+// row-major (col-major) layout a chunk is a run of coordinates of the
+// first (last) dimension, crossed with every other dimension's ranges; in
+// global layout a chunk is the part of one space tile inside the subarray.
+// Chunks are built in parallel by a worker pool, ahead of the consumer,
+// and emitted in order as record batches.
+
+// piece is a run of n consecutive coordinates of one dimension, starting
+// at offset off from the domain's low bound.
+type piece struct{ off, n uint64 }
+
+// geom is the space tiling of a dense array.
+type geom struct {
+	nd       int
+	typ      datatype.Datatype
+	lo       []uint64 // domain low bound, sign-extended
+	ext      []uint64 // tile extents
+	tileRow  bool
+	cellRow  bool
+	cellStr  []uint64 // stride of each dimension's in-tile offset in a tile
+	tileSize uint64   // cells per tile
+}
+
+func newGeom(s *schema.ArraySchema) (*geom, error) {
+	g := &geom{nd: len(s.Dimensions), tileRow: s.TileOrder != schema.ColMajor, cellRow: s.CellOrder != schema.ColMajor}
+	for i := range s.Dimensions {
+		d := &s.Dimensions[i]
+		if !d.Type.IsInteger() && !d.Type.IsDatetime() && !d.Type.IsTime() {
+			return nil, errkind.Errorf(errkind.Unimplemented, "dense dimension %q of type %s", d.Name, d.Type)
+		}
+		g.typ = d.Type
+		e, ok := d.TileExtentUint64()
+		lo := d.Lo()
+		if !ok || e == 0 || lo == nil {
+			return nil, errkind.Errorf(errkind.DataLoss, "dense dimension %q has no tile extent or domain", d.Name)
+		}
+		g.lo = append(g.lo, schema.AsUint64(d.Type, lo))
+		g.ext = append(g.ext, e)
+	}
+	g.cellStr = make([]uint64, g.nd)
+	g.tileSize = 1
+	for k := 0; k < g.nd; k++ {
+		d := k
+		if g.cellRow {
+			d = g.nd - 1 - k
+		}
+		g.cellStr[d] = g.tileSize
+		if g.ext[d] != 0 && g.tileSize > (1<<40)/g.ext[d] {
+			return nil, errkind.Errorf(errkind.Unimplemented, "space tiles of more than 2^40 cells")
+		}
+		g.tileSize *= g.ext[d]
+	}
+	return g, nil
+}
+
+// offset converts a dimension value to its offset from the domain's low
+// bound.
+func (g *geom) offset(d int, b []byte) uint64 { return schema.AsUint64(g.typ, b) - g.lo[d] }
+
+// frag is a fragment as the dense path uses it.
+type frag struct {
+	f        *array.Fragment
+	nlo, nhi []uint64 // non-empty domain, as offsets
+	tlo      []uint64 // first tile index per dimension
+	tcount   []uint64 // tiles per dimension
+	tileRow  bool
+	tiles    uint64 // tiles of the fragment
+	has      map[string]bool
+}
+
+func newFrag(g *geom, cur *schema.ArraySchema, f *array.Fragment) (*frag, bool, error) {
+	ned := f.NonEmptyDomain()
+	if len(ned) != g.nd {
+		return nil, false, nil
+	}
+	fr := &frag{f: f, tileRow: f.Schema.TileOrder != schema.ColMajor, has: map[string]bool{}}
+	total := uint64(1)
+	for d, r := range ned {
+		size := g.typ.Size()
+		if len(r.Start) != size || len(r.End) != size {
+			return nil, false, errkind.Errorf(errkind.DataLoss, "fragment %s: non-empty domain of dimension %d has the wrong size", f.Name, d)
+		}
+		lo, hi := g.offset(d, r.Start), g.offset(d, r.End)
+		if lo > hi {
+			return nil, false, errkind.Errorf(errkind.DataLoss, "fragment %s: non-empty domain of dimension %d is inverted", f.Name, d)
+		}
+		fr.nlo, fr.nhi = append(fr.nlo, lo), append(fr.nhi, hi)
+		t0, t1 := lo/g.ext[d], hi/g.ext[d]
+		fr.tlo, fr.tcount = append(fr.tlo, t0), append(fr.tcount, t1-t0+1)
+		total *= t1 - t0 + 1
+	}
+	fr.tiles = total
+	n, err := f.Meta.TileNum()
+	if err != nil {
+		return nil, false, errkind.Wrap(errkind.DataLoss, fmt.Errorf("fragment %s: %w", f.Name, err))
+	}
+	if n != total {
+		return nil, false, errkind.Errorf(errkind.DataLoss, "fragment %s: %d tiles, its non-empty domain covers %d", f.Name, n, total)
+	}
+	for _, at := range cur.Attributes {
+		i := f.Schema.AttributeIndex(at.Name)
+		if i < 0 {
+			continue
+		}
+		fa := &f.Schema.Attributes[i]
+		fr.has[at.Name] = fa.Type == at.Type && fa.CellValNum == at.CellValNum && fa.Nullable == at.Nullable
+	}
+	return fr, true, nil
+}
+
+// tileIndex is the fragment tile holding space tile t (t inside the
+// fragment's tile range).
+func (fr *frag) tileIndex(t []uint64) uint64 {
+	idx := uint64(0)
+	n := len(t)
+	for k := 0; k < n; k++ {
+		d := k
+		if !fr.tileRow {
+			d = n - 1 - k
+		}
+		idx = idx*fr.tcount[d] + (t[d] - fr.tlo[d])
+	}
+	return idx
+}
+
+// chunk is one unit of work.
+type chunk struct {
+	dims   [][]piece
+	rowMaj bool // result order of the chunk's cross product
+	// full is set when the chunk is exactly one whole space tile in the
+	// tile's own cell order (the zero-copy candidate).
+	full bool
+
+	n    int
+	cols []colData
+	err  error
+	done chan struct{}
+}
+
+// colData is one column of a built chunk in NewColumn's conventions.
+type colData struct {
+	data, offsets, validity []byte
+}
+
+type dense struct {
+	p      *plan.Plan
+	g      *geom
+	frags  []*frag // oldest first
+	fields []arrowconv.Field
+	schema *arrow.Schema
+	loader *tileio.Loader
+	attrs  map[string]*schema.Attribute
+	opt    Options
+
+	chunkCells uint64
+
+	bg      context.Context
+	cancel  context.CancelFunc
+	ordered chan *chunk
+	wg      sync.WaitGroup
+
+	cur      *chunk
+	pos      int
+	emitted  int64
+	builders []*arrowconv.ColumnBuilder
+	done     bool
+}
+
+func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
+	s := p.Array.Schema
+	g, err := newGeom(s)
+	if err != nil {
+		return nil, fmt.Errorf("array %s: %w", p.Array.Dir, err)
+	}
+	if n, ok := plan.EstimateRows(&plan.Plan{Array: p.Array, Subarray: p.Subarray, Limit: -1, Empty: p.Empty}); !ok || n < 0 {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: the subarray has more than 2^63 cells", p.Array.Dir)
+	}
+	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}}
+	for i := range s.Attributes {
+		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
+	}
+	for _, f := range p.Array.Fragments {
+		fr, ok, err := newFrag(g, s, f)
+		if err != nil {
+			return nil, fmt.Errorf("array %s: %w", p.Array.Dir, err)
+		}
+		if ok {
+			d.frags = append(d.frags, fr)
+		}
+	}
+	rowBytes := uint64(1)
+	for _, f := range fields {
+		if f.IsVar() {
+			rowBytes += 16
+		} else {
+			rowBytes += uint64(f.CellSize())
+		}
+		if f.Nullable {
+			rowBytes++
+		}
+	}
+	target := uint64(opt.MemoryBudget) / uint64(2*(opt.Workers+2))
+	target = max(256<<10, min(target, 64<<20))
+	d.chunkCells = max(1, target/rowBytes)
+	for _, f := range fields {
+		d.builders = append(d.builders, arrowconv.NewColumnBuilder(f))
+	}
+	d.bg, d.cancel = context.WithCancel(ctx)
+	ahead := opt.Workers + 2
+	d.ordered = make(chan *chunk, ahead)
+	work := make(chan *chunk, ahead)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(d.ordered)
+		defer close(work)
+		if p.Empty {
+			return
+		}
+		d.generate(func(c *chunk) bool {
+			c.done = make(chan struct{})
+			select {
+			case d.ordered <- c:
+			case <-d.bg.Done():
+				return false
+			}
+			select {
+			case work <- c:
+				return true
+			case <-d.bg.Done():
+				return false
+			}
+		})
+	}()
+	for w := 0; w < opt.Workers; w++ {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for c := range work {
+				if d.bg.Err() != nil {
+					c.err = d.bg.Err()
+				} else {
+					c.err = d.build(d.bg, c)
+				}
+				close(c.done)
+			}
+		}()
+	}
+	return d, nil
+}
+
+// slices converts the plan's subarray to pieces per dimension.
+func (d *dense) slices() [][]piece {
+	out := make([][]piece, d.g.nd)
+	for i, rs := range d.p.Subarray {
+		for _, r := range rs {
+			lo, hi := d.g.offset(i, r.Lo), d.g.offset(i, r.Hi)
+			out[i] = append(out[i], piece{off: lo, n: hi - lo + 1})
+		}
+	}
+	return out
+}
+
+// generate calls emit with every chunk in result order until it returns
+// false.
+func (d *dense) generate(emit func(*chunk) bool) {
+	all := d.slices()
+	switch d.p.Layout {
+	case query.LayoutRowMajor, query.LayoutColMajor:
+		d.generateOrdered(all, d.p.Layout == query.LayoutRowMajor, emit)
+	default:
+		d.generateGlobal(all, emit)
+	}
+}
+
+func count(ps []piece) uint64 {
+	n := uint64(0)
+	for _, p := range ps {
+		n += p.n
+	}
+	return n
+}
+
+func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bool) {
+	g := d.g
+	slow := 0
+	if !rowMaj {
+		slow = g.nd - 1
+	}
+	per := uint64(1) // cells per coordinate of the slow dimension
+	for i, ps := range all {
+		if i != slow {
+			per *= count(ps)
+		}
+	}
+	if per == 0 {
+		return
+	}
+	rows := max(1, d.chunkCells/per)
+	var cur []piece
+	curRows := uint64(0)
+	flush := func() bool {
+		if len(cur) == 0 {
+			return true
+		}
+		dims := make([][]piece, g.nd)
+		copy(dims, all)
+		dims[slow] = cur
+		cur, curRows = nil, 0
+		return emit(&chunk{dims: dims, rowMaj: rowMaj})
+	}
+	ext := g.ext[slow]
+	for _, p := range all[slow] {
+		off, left := p.off, p.n
+		for left > 0 {
+			// Cut at the tile boundary, and at the chunk's row budget.
+			n := min(left, ext-off%ext, rows-curRows)
+			cur = append(cur, piece{off: off, n: n})
+			curRows += n
+			off += n
+			left -= n
+			if curRows >= rows {
+				if !flush() {
+					return
+				}
+			}
+		}
+	}
+	flush()
+}
+
+// tileSplit groups the pieces of one dimension by space tile, in
+// increasing tile order, each tile's pieces in coordinate order.
+func tileSplit(ps []piece, ext uint64) (tiles []uint64, parts map[uint64][]piece) {
+	sorted := append([]piece(nil), ps...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].off < sorted[j].off })
+	parts = map[uint64][]piece{}
+	for _, p := range sorted {
+		off, left := p.off, p.n
+		for left > 0 {
+			t := off / ext
+			n := min(left, (t+1)*ext-off)
+			if _, ok := parts[t]; !ok {
+				tiles = append(tiles, t)
+			}
+			parts[t] = append(parts[t], piece{off: off, n: n})
+			off += n
+			left -= n
+		}
+	}
+	sort.Slice(tiles, func(i, j int) bool { return tiles[i] < tiles[j] })
+	return tiles, parts
+}
+
+func (d *dense) generateGlobal(all [][]piece, emit func(*chunk) bool) {
+	g := d.g
+	tiles := make([][]uint64, g.nd)
+	parts := make([]map[uint64][]piece, g.nd)
+	for i := range all {
+		tiles[i], parts[i] = tileSplit(all[i], g.ext[i])
+		if len(tiles[i]) == 0 {
+			return
+		}
+	}
+	idx := make([]int, g.nd)
+	for {
+		dims := make([][]piece, g.nd)
+		full := true
+		for i := range dims {
+			t := tiles[i][idx[i]]
+			dims[i] = parts[i][t]
+			if len(dims[i]) != 1 || dims[i][0].off != t*g.ext[i] || dims[i][0].n != g.ext[i] {
+				full = false
+			}
+		}
+		if !emit(&chunk{dims: dims, rowMaj: g.cellRow, full: full}) {
+			return
+		}
+		// Advance in tile order.
+		k := 0
+		for ; k < g.nd; k++ {
+			i := k
+			if g.tileRow {
+				i = g.nd - 1 - k
+			}
+			idx[i]++
+			if idx[i] < len(tiles[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+		if k == g.nd {
+			return
+		}
+	}
+}
+
+// Next assembles the next record batch from built chunks.
+func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
+	if d.done {
+		return nil, io.EOF
+	}
+	want := d.p.BatchRows
+	if d.p.Limit >= 0 {
+		left := d.p.Limit - d.emitted
+		if left <= 0 {
+			d.finish()
+			return nil, io.EOF
+		}
+		if int64(want) > left {
+			want = int(left)
+		}
+	}
+	have := 0
+	for have < want {
+		if d.cur == nil || d.pos >= d.cur.n {
+			c, err := d.nextChunk(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				d.finish()
+				return nil, err
+			}
+			d.cur, d.pos = c, 0
+			continue
+		}
+		k := min(want-have, d.cur.n-d.pos)
+		for i, f := range d.fields {
+			data, offs, valid := sliceCol(f, &d.cur.cols[i], d.pos, d.pos+k, d.cur.n)
+			d.builders[i].Append(data, offs, valid, k)
+		}
+		d.pos += k
+		have += k
+	}
+	if have == 0 {
+		d.finish()
+		return nil, io.EOF
+	}
+	cols := make([]arrow.Array, len(d.fields))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range d.fields {
+		col, err := d.builders[i].Finish()
+		if err != nil {
+			d.finish()
+			return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: column %q: %w", d.p.Array.Dir, d.fields[i].Name, err))
+		}
+		cols[i] = col
+	}
+	d.emitted += int64(have)
+	return arrowarray.NewRecordBatch(d.schema, cols, int64(have)), nil
+}
+
+func (d *dense) nextChunk(ctx context.Context) (*chunk, error) {
+	var c *chunk
+	var ok bool
+	select {
+	case c, ok = <-d.ordered:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if !ok {
+		if err := d.bg.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c, nil
+}
+
+// sliceCol returns cells [i, j) of a built column of n cells.
+func sliceCol(f arrowconv.Field, c *colData, i, j, n int) (data, offs, valid []byte) {
+	if c.validity != nil {
+		valid = c.validity[i:j]
+	}
+	if f.IsVar() {
+		offs = c.offsets[8*i : 8*j]
+		data = c.data
+		if j < n {
+			data = c.data[:le64(c.offsets[8*j:])]
+		}
+		return data, offs, valid
+	}
+	cs := f.CellSize()
+	return c.data[i*cs : j*cs], nil, valid
+}
+
+func (d *dense) finish() {
+	if d.done {
+		return
+	}
+	d.done = true
+	d.cancel()
+	// Drain so that the generator and workers see the cancellation.
+	go func() {
+		for range d.ordered {
+		}
+	}()
+	d.cur = nil
+}
+
+// Close stops the read; workers stop at their next tile.
+func (d *dense) Close() {
+	d.finish()
+	d.wg.Wait()
+}

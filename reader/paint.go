@@ -1,0 +1,555 @@
+package reader
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/reader/tileio"
+)
+
+// sub is a run of n coordinates of one dimension inside one space tile:
+// result index i (within the chunk's coordinate list of that dimension)
+// and offset o inside the tile.
+type sub struct {
+	i int
+	o uint64
+	n int
+}
+
+// region is the part of a chunk inside one space tile.
+type region struct {
+	tile   []uint64
+	subs   [][]sub
+	lo, hi []uint64 // bounding box, absolute offsets
+}
+
+// layout of a chunk's result: cells per dimension, result strides, and the
+// dimensions from slowest to fastest.
+type chunkLayout struct {
+	cnt []int
+	rs  []int
+	ord []int
+}
+
+func (d *dense) layoutOf(c *chunk) chunkLayout {
+	nd := d.g.nd
+	l := chunkLayout{cnt: make([]int, nd), rs: make([]int, nd), ord: make([]int, nd)}
+	n := 1
+	for i, ps := range c.dims {
+		l.cnt[i] = int(count(ps))
+		n *= l.cnt[i]
+	}
+	c.n = n
+	s := 1
+	for k := 0; k < nd; k++ {
+		i := k
+		if c.rowMaj {
+			i = nd - 1 - k
+		}
+		l.rs[i] = s
+		s *= l.cnt[i]
+		l.ord[nd-1-k] = i
+	}
+	return l
+}
+
+// regions splits a chunk by space tile.
+func (d *dense) regions(c *chunk) []region {
+	g := d.g
+	nd := g.nd
+	tiles := make([][]uint64, nd)
+	subs := make([]map[uint64][]sub, nd)
+	for i, ps := range c.dims {
+		subs[i] = map[uint64][]sub{}
+		ext := g.ext[i]
+		ri := 0
+		for _, p := range ps {
+			off, left := p.off, p.n
+			for left > 0 {
+				t := off / ext
+				k := min(left, (t+1)*ext-off)
+				if _, ok := subs[i][t]; !ok {
+					tiles[i] = append(tiles[i], t)
+				}
+				subs[i][t] = append(subs[i][t], sub{i: ri, o: off - t*ext, n: int(k)})
+				ri += int(k)
+				off += k
+				left -= k
+			}
+		}
+		if len(tiles[i]) == 0 {
+			return nil
+		}
+	}
+	var out []region
+	idx := make([]int, nd)
+	for {
+		r := region{tile: make([]uint64, nd), subs: make([][]sub, nd), lo: make([]uint64, nd), hi: make([]uint64, nd)}
+		for i := range idx {
+			t := tiles[i][idx[i]]
+			r.tile[i] = t
+			r.subs[i] = subs[i][t]
+			lo, hi := ^uint64(0), uint64(0)
+			for _, s := range r.subs[i] {
+				lo = min(lo, t*g.ext[i]+s.o)
+				hi = max(hi, t*g.ext[i]+s.o+uint64(s.n)-1)
+			}
+			r.lo[i], r.hi[i] = lo, hi
+		}
+		out = append(out, r)
+		k := 0
+		for ; k < nd; k++ {
+			idx[k]++
+			if idx[k] < len(tiles[k]) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k == nd {
+			return out
+		}
+	}
+}
+
+// paintList returns the fragments to paint a region with, oldest first,
+// and whether unwritten cells need the fill value first: the newest
+// fragment covering the whole region hides everything older.
+func (d *dense) paintList(r *region) (list []*frag, fill bool) {
+	fill = true
+	for k := len(d.frags) - 1; k >= 0; k-- {
+		fr := d.frags[k]
+		inter, cover := true, true
+		for i := range r.lo {
+			if fr.nlo[i] > r.hi[i] || fr.nhi[i] < r.lo[i] {
+				inter = false
+				break
+			}
+			if fr.nlo[i] > r.lo[i] || fr.nhi[i] < r.hi[i] {
+				cover = false
+			}
+		}
+		if !inter {
+			continue
+		}
+		list = append(list, fr)
+		if cover {
+			fill = false
+			break
+		}
+	}
+	for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
+		list[i], list[j] = list[j], list[i]
+	}
+	return list, fill
+}
+
+// walk calls fn for every run of the region's cells restricted to the box
+// [lo, hi] (absolute offsets; nil = no restriction): dst is the first
+// result position (the run's result positions are consecutive), src the
+// first cell position in the tile and stride the tile step between cells.
+func (d *dense) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, src, stride, n int)) {
+	g := d.g
+	nd := g.nd
+	subs := r.subs
+	if lo != nil {
+		subs = make([][]sub, nd)
+		for i, ss := range r.subs {
+			base := r.tile[i] * g.ext[i]
+			for _, s := range ss {
+				a, b := base+s.o, base+s.o+uint64(s.n)-1
+				a, b = max(a, lo[i]), min(b, hi[i])
+				if a > b {
+					continue
+				}
+				subs[i] = append(subs[i], sub{i: s.i + int(a-(base+s.o)), o: a - base, n: int(b - a + 1)})
+			}
+			if len(subs[i]) == 0 {
+				return
+			}
+		}
+	}
+	last := l.ord[nd-1]
+	var rec func(level, dst, src int)
+	rec = func(level, dst, src int) {
+		dim := l.ord[level]
+		cs := int(g.cellStr[dim])
+		if dim == last {
+			for _, s := range subs[dim] {
+				fn(dst+s.i*l.rs[dim], src+int(s.o)*cs, cs, s.n)
+			}
+			return
+		}
+		for _, s := range subs[dim] {
+			for k := 0; k < s.n; k++ {
+				rec(level+1, dst+(s.i+k)*l.rs[dim], src+(int(s.o)+k)*cs)
+			}
+		}
+	}
+	rec(0, 0, 0)
+}
+
+// build loads the chunk's tiles and assembles its columns.
+func (d *dense) build(ctx context.Context, c *chunk) error {
+	l := d.layoutOf(c)
+	c.cols = make([]colData, len(d.fields))
+	for i, f := range d.fields {
+		if f.Role == arrowconv.Dimension {
+			c.cols[i] = colData{data: d.dimColumn(c, &l, i, f)}
+		}
+	}
+	regs := d.regions(c)
+	if c.full && len(regs) == 1 {
+		list, fill := d.paintList(&regs[0])
+		if !fill && len(list) == 1 {
+			return d.wrapTile(ctx, c, list[0], regs[0].tile)
+		}
+	}
+	for i, f := range d.fields {
+		if f.Role == arrowconv.Dimension {
+			continue
+		}
+		var err error
+		if f.IsVar() {
+			err = d.buildVar(ctx, c, &l, regs, i, f)
+		} else {
+			err = d.buildFixed(ctx, c, &l, regs, i, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *dense) load(ctx context.Context, fr *frag, name string, t []uint64) (*tileio.Tile, error) {
+	tile, err := d.loader.Load(ctx, fr.f, name, fr.tileIndex(t))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("array %s: %w", d.p.Array.Dir, err)
+	}
+	return tile, nil
+}
+
+func (d *dense) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uint64) error {
+	if tile.Cells != d.g.tileSize ||
+		(!f.IsVar() && uint64(len(tile.Data)) != tile.Cells*uint64(f.CellSize())) ||
+		(f.IsVar() && uint64(len(tile.Offsets)) != 8*(tile.Cells+1)) ||
+		(f.Nullable && uint64(len(tile.Validity)) != tile.Cells) {
+		return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: attribute %q: tile %d holds %d cells, a space tile has %d",
+			d.p.Array.Dir, fr.f.Name, f.Name, ti, tile.Cells, d.g.tileSize)
+	}
+	return nil
+}
+
+// wrapTile makes the chunk's attribute columns the tile buffers themselves.
+func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) error {
+	for i, f := range d.fields {
+		if f.Role == arrowconv.Dimension {
+			continue
+		}
+		if !fr.has[f.Name] {
+			col, err := d.fillColumn(f, c.n)
+			if err != nil {
+				return err
+			}
+			c.cols[i] = col
+			continue
+		}
+		tile, err := d.load(ctx, fr, f.Name, t)
+		if err != nil {
+			return err
+		}
+		// The budget bounds tiles being decoded; a wrapped tile is result
+		// memory from here on, like a copied one.
+		tile.Release()
+		if err := d.checkTile(fr, f, tile, fr.tileIndex(t)); err != nil {
+			return err
+		}
+		col := colData{data: tile.Data, validity: tile.Validity}
+		if f.IsVar() {
+			col.offsets = tile.Offsets[:8*tile.Cells]
+		}
+		c.cols[i] = col
+	}
+	return nil
+}
+
+func (d *dense) fillColumn(f arrowconv.Field, n int) (colData, error) {
+	at := d.attrs[f.Name]
+	var col colData
+	if f.IsVar() {
+		col.offsets = make([]byte, 8*n)
+		col.data = make([]byte, n*len(at.FillValue))
+		for k := 0; k < n; k++ {
+			binary.LittleEndian.PutUint64(col.offsets[8*k:], uint64(k*len(at.FillValue)))
+		}
+		repeat(col.data, at.FillValue)
+	} else {
+		if len(at.FillValue) != f.CellSize() {
+			return col, errkind.Errorf(errkind.DataLoss, "array %s: attribute %q: fill value of %d bytes for %d-byte cells", d.p.Array.Dir, f.Name, len(at.FillValue), f.CellSize())
+		}
+		col.data = make([]byte, n*f.CellSize())
+		repeat(col.data, at.FillValue)
+	}
+	if f.Nullable {
+		col.validity = make([]byte, n)
+		if at.FillValid {
+			repeat(col.validity, []byte{1})
+		}
+	}
+	return col, nil
+}
+
+// repeat fills dst with copies of pat (len(dst) a multiple of len(pat)).
+func repeat(dst, pat []byte) {
+	if len(pat) == 0 || len(dst) == 0 {
+		return
+	}
+	n := copy(dst, pat)
+	for n < len(dst) {
+		n += copy(dst[n:], dst[:n])
+	}
+}
+
+func (d *dense) buildFixed(ctx context.Context, c *chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
+	at := d.attrs[f.Name]
+	cs := f.CellSize()
+	if len(at.FillValue) != cs {
+		return errkind.Errorf(errkind.DataLoss, "array %s: attribute %q: fill value of %d bytes for %d-byte cells", d.p.Array.Dir, f.Name, len(at.FillValue), cs)
+	}
+	out := make([]byte, c.n*cs)
+	var valid []byte
+	if f.Nullable {
+		valid = make([]byte, c.n)
+	}
+	fillValid := byte(0)
+	if at.FillValid {
+		fillValid = 1
+	}
+	paintFill := func(r *region, lo, hi []uint64) {
+		d.walk(l, r, lo, hi, func(dst, _, _, n int) {
+			repeat(out[dst*cs:(dst+n)*cs], at.FillValue)
+			if valid != nil {
+				v := valid[dst : dst+n]
+				for k := range v {
+					v[k] = fillValid
+				}
+			}
+		})
+	}
+	for ri := range regs {
+		r := &regs[ri]
+		list, fill := d.paintList(r)
+		if fill {
+			paintFill(r, nil, nil)
+		}
+		for _, fr := range list {
+			if !fr.has[f.Name] {
+				paintFill(r, fr.nlo, fr.nhi)
+				continue
+			}
+			tile, err := d.load(ctx, fr, f.Name, r.tile)
+			if err != nil {
+				return err
+			}
+			if err := d.checkTile(fr, f, tile, fr.tileIndex(r.tile)); err != nil {
+				tile.Release()
+				return err
+			}
+			src, sv := tile.Data, tile.Validity
+			d.walk(l, r, fr.nlo, fr.nhi, func(dst, s, stride, n int) {
+				if stride == 1 {
+					copy(out[dst*cs:(dst+n)*cs], src[s*cs:(s+n)*cs])
+					if valid != nil {
+						copy(valid[dst:dst+n], sv[s:s+n])
+					}
+					return
+				}
+				copyStrided(out[dst*cs:(dst+n)*cs], src, s, stride, n, cs)
+				if valid != nil {
+					for k := 0; k < n; k++ {
+						valid[dst+k] = sv[s+k*stride]
+					}
+				}
+			})
+			tile.Release()
+		}
+	}
+	c.cols[ci] = colData{data: out, validity: valid}
+	return nil
+}
+
+// copyStrided copies n cells of cs bytes, src cells s, s+stride, ...
+func copyStrided(dst, src []byte, s, stride, n, cs int) {
+	switch cs {
+	case 8:
+		for k := 0; k < n; k++ {
+			binary.LittleEndian.PutUint64(dst[8*k:], binary.LittleEndian.Uint64(src[8*(s+k*stride):]))
+		}
+	case 4:
+		for k := 0; k < n; k++ {
+			binary.LittleEndian.PutUint32(dst[4*k:], binary.LittleEndian.Uint32(src[4*(s+k*stride):]))
+		}
+	case 2:
+		for k := 0; k < n; k++ {
+			binary.LittleEndian.PutUint16(dst[2*k:], binary.LittleEndian.Uint16(src[2*(s+k*stride):]))
+		}
+	case 1:
+		for k := 0; k < n; k++ {
+			dst[k] = src[s+k*stride]
+		}
+	default:
+		for k := 0; k < n; k++ {
+			p := (s + k*stride) * cs
+			copy(dst[k*cs:(k+1)*cs], src[p:p+cs])
+		}
+	}
+}
+
+// buildVar maps every result cell to its source (a fragment tile's cell,
+// or the fill value), then copies each source tile's cells out while it is
+// loaded, and finally assembles offsets and values in result order.
+func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
+	at := d.attrs[f.Name]
+	n := c.n
+	srcID := make([]int32, n)
+	srcCell := make([]uint32, n)
+	for k := range srcID {
+		srcID[k] = -1
+	}
+	type source struct {
+		fr   *frag
+		tile []uint64
+	}
+	var sources []source
+	for ri := range regs {
+		r := &regs[ri]
+		list, _ := d.paintList(r)
+		for _, fr := range list {
+			id := int32(-1)
+			if fr.has[f.Name] {
+				id = int32(len(sources))
+				sources = append(sources, source{fr, r.tile})
+			}
+			d.walk(l, r, fr.nlo, fr.nhi, func(dst, s, stride, cnt int) {
+				for k := 0; k < cnt; k++ {
+					srcID[dst+k] = id
+					srcCell[dst+k] = uint32(s + k*stride)
+				}
+			})
+		}
+	}
+	// Positions of each source's cells, in result order.
+	starts := make([]int, len(sources)+1)
+	for _, id := range srcID {
+		if id >= 0 {
+			starts[id+1]++
+		}
+	}
+	for k := 1; k < len(starts); k++ {
+		starts[k] += starts[k-1]
+	}
+	pos := make([]int, starts[len(sources)])
+	next := append([]int(nil), starts[:len(sources)]...)
+	for p, id := range srcID {
+		if id >= 0 {
+			pos[next[id]] = p
+			next[id]++
+		}
+	}
+	lens := make([]uint64, n)
+	var valid []byte
+	if f.Nullable {
+		valid = make([]byte, n)
+	}
+	extracts := make([][]byte, len(sources))
+	for s, src := range sources {
+		tile, err := d.load(ctx, src.fr, f.Name, src.tile)
+		if err != nil {
+			return err
+		}
+		if err := d.checkTile(src.fr, f, tile, src.fr.tileIndex(src.tile)); err != nil {
+			tile.Release()
+			return err
+		}
+		var ex []byte
+		for _, p := range pos[starts[s]:starts[s+1]] {
+			cell := int(srcCell[p])
+			a, b := tile.Offset(cell), tile.Offset(cell+1)
+			if a > b || b > uint64(len(tile.Data)) {
+				tile.Release()
+				return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: attribute %q: tile %d: cell %d spans [%d, %d) of %d bytes",
+					d.p.Array.Dir, src.fr.f.Name, f.Name, src.fr.tileIndex(src.tile), cell, a, b, len(tile.Data))
+			}
+			lens[p] = b - a
+			ex = append(ex, tile.Data[a:b]...)
+			if valid != nil {
+				valid[p] = tile.Validity[cell]
+			}
+		}
+		tile.Release()
+		extracts[s] = ex
+	}
+	fillValid := byte(0)
+	if at.FillValid {
+		fillValid = 1
+	}
+	offs := make([]byte, 8*n)
+	total := uint64(0)
+	for p, id := range srcID {
+		if id < 0 {
+			lens[p] = uint64(len(at.FillValue))
+			if valid != nil {
+				valid[p] = fillValid
+			}
+		}
+		binary.LittleEndian.PutUint64(offs[8*p:], total)
+		total += lens[p]
+	}
+	data := make([]byte, total)
+	cursor := make([]uint64, len(sources))
+	o := uint64(0)
+	for p, id := range srcID {
+		if id < 0 {
+			copy(data[o:], at.FillValue)
+		} else {
+			copy(data[o:o+lens[p]], extracts[id][cursor[id]:])
+			cursor[id] += lens[p]
+		}
+		o += lens[p]
+	}
+	c.cols[ci] = colData{data: data, offsets: offs, validity: valid}
+	return nil
+}
+
+// dimColumn writes the coordinates of dimension field f for every cell of
+// the chunk: each coordinate repeats rs times, and the block of all the
+// dimension's coordinates repeats to fill the chunk.
+func (d *dense) dimColumn(c *chunk, l *chunkLayout, ci int, f arrowconv.Field) []byte {
+	dim := d.p.Array.Schema.DimensionIndex(f.Name)
+	sz := d.g.typ.Size()
+	out := make([]byte, c.n*sz)
+	if c.n == 0 {
+		return out
+	}
+	rs := l.rs[dim]
+	block := out[:rs*l.cnt[dim]*sz]
+	o := 0
+	var one [8]byte
+	for _, p := range c.dims[dim] {
+		for k := uint64(0); k < p.n; k++ {
+			binary.LittleEndian.PutUint64(one[:], d.g.lo[dim]+p.off+k)
+			repeat(block[o:o+rs*sz], one[:sz])
+			o += rs * sz
+		}
+	}
+	repeat(out, block)
+	return out
+}
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
