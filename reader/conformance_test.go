@@ -337,4 +337,3 @@ func canonExpectList(v fixtures.Value, elem arrow.DataType, tname string) (strin
 	}
 	return "[" + strings.Join(parts, ",") + "]", nil
 }
-
