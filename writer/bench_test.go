@@ -1,0 +1,72 @@
+package writer
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// Run with: go test -run '^$' -bench . -benchtime 1x ./writer/
+// (benchmarks/write_tiledb.py times TileDB on the same data).
+
+func BenchmarkSparseIngest10M(b *testing.B) {
+	const n = 10_000_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y, v := make([]byte, 8*n), make([]byte, 8*n), make([]byte, 8*n)
+	var s Column
+	s.Offsets = make([]byte, 0, 8*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(x[8*i:], uint64(rng.Int64N(1_000_000)))
+		binary.LittleEndian.PutUint64(y[8*i:], uint64(i))
+		binary.LittleEndian.PutUint64(v[8*i:], math.Float64bits(rng.Float64()))
+		s.Offsets = binary.LittleEndian.AppendUint64(s.Offsets, uint64(len(s.Data)))
+		s.Data = fmt.Appendf(s.Data, "v%d", i%1000)
+	}
+	js := `{"type": "sparse", "capacity": 100000,
+	 "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999999], "tile": 100000, "filters": [{"name": "zstd", "level": 1}]},
+	                {"name": "y", "type": "int64", "domain": [0, 99999999], "tile": 1000000, "filters": [{"name": "zstd", "level": 1}]}],
+	 "attributes": [{"name": "v", "type": "float64", "filters": [{"name": "zstd", "level": 1}]},
+	                {"name": "s", "type": "string_ascii", "cell_val_num": "var", "filters": [{"name": "zstd", "level": 1}]}]}`
+	cols := map[string]Column{"x": {Data: x}, "y": {Data: y}, "v": {Data: v}, "s": s}
+	b.SetBytes(int64(len(x) + len(y) + len(v) + len(s.Data) + len(s.Offsets)))
+	for i := 0; i < b.N; i++ {
+		st := storage.NewMem()
+		sch, _ := schema.FromJSON([]byte(js))
+		if err := CreateArray(context.Background(), st, "a", sch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := WriteSparse(context.Background(), st, "a", sch, cols, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "cells/s")
+}
+
+func BenchmarkDenseIngest256MiB(b *testing.B) {
+	const rows, cols = 4096, 8192 // 32 Mi float64 = 256 MiB
+	data := make([]byte, 8*rows*cols)
+	for i := 0; i < rows*cols; i++ {
+		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(float64(i%1000)*0.5))
+	}
+	js := `{"type": "dense",
+	 "dimensions": [{"name": "r", "type": "int32", "domain": [0, 4095], "tile": 256},
+	                {"name": "c", "type": "int32", "domain": [0, 8191], "tile": 256}],
+	 "attributes": [{"name": "v", "type": "float64", "filters": [{"name": "zstd", "level": 1}]}]}`
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		st := storage.NewMem()
+		sch, _ := schema.FromJSON([]byte(js))
+		if err := CreateArray(context.Background(), st, "a", sch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := WriteDense(context.Background(), st, "a", sch, [][2]int64{{0, rows - 1}, {0, cols - 1}}, schema.RowMajor, map[string]Column{"v": {Data: data}}, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
