@@ -6,11 +6,12 @@ package flight
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/reader/plan"
 )
 
@@ -24,15 +25,45 @@ type batchStream interface {
 
 // openStream starts reading q.
 func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, error) {
-	if _, _, err := s.querySchema(ctx, q); err != nil {
+	if err := s.checkArray(ctx, q.Array); err != nil {
 		return nil, err
 	}
-	return nil, errkind.Errorf(errkind.Unimplemented, "array %q: reading needs the query engine (package reader), which is not built yet", q.Array)
+	r, err := reader.Open(ctx, s.cfg.Store, q, reader.Options{
+		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: s.cfg.EncryptionKey,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("array %q: %w", q.Array, storageErr(err))
+	}
+	return readerStream{r}, nil
+}
+
+type readerStream struct{ *reader.Reader }
+
+func (r readerStream) Close() error { r.Reader.Close(); return nil }
+
+// resolve opens q's array as a read of q would and resolves q against it.
+func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arrow.Schema, error) {
+	if err := s.checkArray(ctx, q.Array); err != nil {
+		return nil, nil, err
+	}
+	a, err := reader.OpenArray(ctx, s.cfg.Store, q, s.cfg.EncryptionKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("array %q: %w", q.Array, storageErr(err))
+	}
+	p, err := plan.Resolve(a, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := arrowSchema(a, q.Array, p.Columns)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, sc, nil
 }
 
 // resultSchema is the Arrow schema DoGet will stream for q.
 func (s *Service) resultSchema(ctx context.Context, q *query.Query) (*arrow.Schema, error) {
-	_, sc, err := s.querySchema(ctx, q)
+	_, sc, err := s.resolve(ctx, q)
 	return sc, err
 }
 
@@ -46,11 +77,7 @@ const (
 // partition resolves q and splits it into disjoint parts along tile
 // boundaries; total is the exact row count or -1.
 func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema, []*query.Query, int64, error) {
-	a, sc, err := s.querySchema(ctx, q)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	p, err := plan.Resolve(a, q)
+	p, sc, err := s.resolve(ctx, q)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/writer"
+	"github.com/tileflight/tileflight/reader"
 )
 
 // descriptorQuery turns a flight descriptor into a query: PATH ["a/b"] or
@@ -60,8 +60,8 @@ func arrowSchema(a *array.Array, name string, columns []string) (*arrow.Schema, 
 	}
 	fields := make([]arrowconv.Field, 0, len(columns))
 	for _, c := range columns {
-		f, ok := writer.ArrowField(s, c)
-		if !ok {
+		f, err := reader.FieldFor(s, c)
+		if err != nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q has no column %q (columns: %s)", name, c, strings.Join(columnNames(a), ", "))
 		}
 		fields = append(fields, f)
