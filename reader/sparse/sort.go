@@ -9,7 +9,7 @@ import (
 
 // chunkCells bounds the cells of the tiles one row/col-major chunk loads
 // (a chunk always takes at least one group of tiles, so it may exceed it).
-const chunkCells = 1 << 20
+var chunkCells uint64 = 1 << 20
 
 // chunk is a slab of the leading sort dimension, [lo, hi) (nil: unbounded),
 // with the tiles whose MBR meets it.
