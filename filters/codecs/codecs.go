@@ -30,8 +30,10 @@ type Options struct {
 	Rand io.Reader
 }
 
-// ErrChecksum is wrapped by every checksum verification failure.
-var ErrChecksum = errors.New("checksum mismatch")
+// ErrChecksum is wrapped by every checksum verification failure. It wraps
+// wire.ErrCorrupt: a failed checksum is stored data that changed, and must
+// classify as data loss like any other corruption.
+var ErrChecksum = fmt.Errorf("checksum mismatch: %w", wire.ErrCorrupt)
 
 // ErrDecrypt is wrapped when AES-256-GCM authentication fails: a wrong key
 // or corrupt data.

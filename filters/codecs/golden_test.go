@@ -289,7 +289,7 @@ func TestChecksumMismatchNamesPart(t *testing.T) {
 			{"metadata part 0", append(append([]byte(nil), meta[:len(meta)-1]...), 0), []byte{4, 5, 6, 7, 8, 9}, "metadata part 0"},
 		} {
 			_, err := s.Reverse(ctx, stage.Buffers{Meta: [][]byte{tc.meta}, Data: [][]byte{tc.data}})
-			if !errors.Is(err, ErrChecksum) || !bytes.Contains([]byte(err.Error()), []byte(tc.wantErr)) {
+			if !errors.Is(err, ErrChecksum) || !errors.Is(err, wire.ErrCorrupt) || !bytes.Contains([]byte(err.Error()), []byte(tc.wantErr)) {
 				t.Fatalf("%s %s: got %v", ft, tc.name, err)
 			}
 		}
