@@ -154,6 +154,8 @@ type chunk struct {
 	// full is set when the chunk is exactly one whole space tile in the
 	// tile's own cell order (the zero-copy candidate).
 	full bool
+	// wrapped is set once build made the tile buffers the columns.
+	wrapped bool
 
 	n    int
 	cols []colData
@@ -447,6 +449,11 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 				return nil, err
 			}
 			d.cur, d.pos = c, 0
+			// A wrapped tile starts a batch of its own, so that it is
+			// handed to Arrow without a copy.
+			if c.wrapped && have > 0 {
+				break
+			}
 			continue
 		}
 		k := min(want-have, d.cur.n-d.pos)

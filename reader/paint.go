@@ -276,6 +276,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 		}
 		c.cols[i] = col
 	}
+	c.wrapped = true
 	return nil
 }
 
