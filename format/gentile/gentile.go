@@ -12,6 +12,7 @@ package gentile
 import (
 	"fmt"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
@@ -170,7 +171,8 @@ var DefaultUnfilterer = Codec{}
 
 func (c Codec) pipeline(h *Header) (*filters.Pipeline, error) {
 	if h.EncryptionType != 0 && len(c.EncryptionKey) == 0 {
-		return nil, fmt.Errorf("encrypted generic tile (encryption type %d) needs the array's key", h.EncryptionType)
+		// The file is fine; the caller did not give the key.
+		return nil, errkind.Errorf(errkind.InvalidArgument, "encrypted generic tile (encryption type %d) needs the array's key", h.EncryptionType)
 	}
 	if h.EncryptionType == 0 && h.Filters.Has(pipeline.AES256GCM) {
 		return nil, fmt.Errorf("%w: unencrypted generic tile with an encryption filter", wire.ErrCorrupt)

@@ -2,8 +2,11 @@ package gentile
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"testing"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // Files written by TileDB 2.30 for a small dense array: its schema and its
@@ -87,8 +90,8 @@ func TestEncryptedGenericTile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := Decode(b, nil); err == nil {
-		t.Fatal("decoded an encrypted tile without the key")
+	if _, _, _, err := Decode(b, nil); !errors.Is(err, errkind.InvalidArgument) {
+		t.Fatalf("decoding an encrypted tile without the key: %v, want an InvalidArgument error", err)
 	}
 	h, payload, n, err := Decode(b, Codec{EncryptionKey: key})
 	if err != nil {
