@@ -115,6 +115,20 @@ func windows(n int, maxWindow uint32, size int) (win int, count int, err error) 
 	return win, (n + win - 1) / win, nil
 }
 
+// countWindows is the number of windows of all parts, which the windowed
+// filters store before the windows themselves.
+func countWindows(parts [][]byte, maxWindow uint32, size int) (int, error) {
+	total := 0
+	for _, p := range parts {
+		_, c, err := windows(len(p), maxWindow, size)
+		if err != nil {
+			return 0, err
+		}
+		total += c
+	}
+	return total, nil
+}
+
 // bitWidth is TileDB's bit width reduction filter. Per part, per window:
 // the window's minimum is stored in the metadata and the values are
 // stored relative to it in the narrowest of 8/16/32/64 bits that holds
@@ -131,13 +145,9 @@ func (f bitWidth) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buffers, 
 	}
 	es := spec.size
 	total := stage.Size(in.Data)
-	nwin := 0
-	for _, p := range in.Data {
-		_, c, err := windows(len(p), f.window, es)
-		if err != nil {
-			return stage.Buffers{}, fmt.Errorf("bit_width_reduction: %w", err)
-		}
-		nwin += c
+	nwin, err := countWindows(in.Data, f.window, es)
+	if err != nil {
+		return stage.Buffers{}, fmt.Errorf("bit_width_reduction: %w", err)
 	}
 	meta := wire.NewWriter(make([]byte, 0, 8+nwin*(es+5)))
 	meta.Uint32(uint32(total))
@@ -342,13 +352,9 @@ func (f positiveDelta) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buff
 		return in, nil
 	}
 	es := spec.size
-	nwin := 0
-	for _, p := range in.Data {
-		_, c, err := windows(len(p), f.window, es)
-		if err != nil {
-			return stage.Buffers{}, fmt.Errorf("positive_delta: %w", err)
-		}
-		nwin += c
+	nwin, err := countWindows(in.Data, f.window, es)
+	if err != nil {
+		return stage.Buffers{}, fmt.Errorf("positive_delta: %w", err)
 	}
 	meta := wire.NewWriter(make([]byte, 0, 4+nwin*(es+4)))
 	meta.Uint32(uint32(nwin))

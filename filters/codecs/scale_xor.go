@@ -70,6 +70,7 @@ func (f scaleFloat) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 	}
 	out := make([]byte, n*f.width)
 	o := out
+	stored := intSpec{size: f.width, signed: true}
 	meta := wire.NewWriter(make([]byte, 0, 4+4*len(in.Data)))
 	meta.Uint32(uint32(len(in.Data)))
 	for _, p := range in.Data {
@@ -86,25 +87,11 @@ func (f scaleFloat) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 				x := math.Float64frombits(binary.LittleEndian.Uint64(p[8*j:]))
 				r = math.Round((x - f.offset) / f.scale)
 			}
-			v := toInt(r, f.width)
-			putN(o[j*f.width:], v, f.width)
+			stored.store(o[j*f.width:], toInt(r, f.width))
 		}
 		o = o[cnt*f.width:]
 	}
 	return stage.Buffers{Meta: prependMeta(meta.Bytes(), in.Meta), Data: [][]byte{out}}, nil
-}
-
-func putN(b []byte, v uint64, n int) {
-	switch n {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		binary.LittleEndian.PutUint16(b, uint16(v))
-	case 4:
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	default:
-		binary.LittleEndian.PutUint64(b, v)
-	}
 }
 
 func getSigned(b []byte, n int) int64 {
