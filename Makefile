@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures clean
+.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures docs clean
 
 all: build
 
@@ -46,6 +46,10 @@ $(FIXTURES)/.stamp: $(VENV)/.stamp $(wildcard python_tests/gen_*.py)
 	touch $@
 
 fixtures: $(FIXTURES)/.stamp
+
+# docs/conformance.md is generated from the fixture matrix.
+docs: fixtures
+	$(VPY) python_tests/conformance_doc.py $(FIXTURES)/fixtures docs/conformance.md
 
 pytest: setup build fixtures
 	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(VPY) -m pytest -q python_tests
