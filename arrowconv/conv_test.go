@@ -382,6 +382,20 @@ func TestToTileDBConveniences(t *testing.T) {
 		}
 		return b.NewArray()
 	}
+	date32 := func(vs ...int32) arrow.Array {
+		b := array.NewDate32Builder(mem)
+		for _, v := range vs {
+			b.Append(arrow.Date32(v))
+		}
+		return b.NewArray()
+	}
+	time32s := func(vs ...int32) arrow.Array {
+		b := array.NewTime32Builder(mem, &arrow.Time32Type{Unit: arrow.Second})
+		for _, v := range vs {
+			b.Append(arrow.Time32(v))
+		}
+		return b.NewArray()
+	}
 	nullI32 := func() arrow.Array {
 		b := array.NewInt32Builder(mem)
 		b.Append(1)
@@ -457,6 +471,9 @@ func TestToTileDBConveniences(t *testing.T) {
 		{name: "timestamp s -> week", f: fld("t", dt.DatetimeWeek, 1), arr: ts(arrow.Second, 604800), data: le([]int64{1})},
 		{name: "timestamp -> year", f: fld("t", dt.DatetimeYear, 1), arr: ts(arrow.Second, 0), err: "expected int64 (TileDB datetime_year), got timestamp[s, tz=UTC]"},
 		{name: "int -> datetime", f: fld("t", dt.DatetimeMs, 1), arr: i64(7), data: le([]int64{7})},
+		{name: "date32 -> datetime_ms", f: fld("t", dt.DatetimeMs, 1), arr: date32(1, -1), data: le([]int64{86400000, -86400000})},
+		{name: "time32[s] -> time_ms", f: fld("t", dt.TimeMs, 1), arr: time32s(2), data: le([]int64{2000})},
+		{name: "date32 -> datetime_week inexact", f: fld("t", dt.DatetimeWeek, 1), arr: date32(7, 8), err: "row 1: date32 value"},
 		{name: "timestamp -> time", f: fld("t", dt.TimeMs, 1), arr: ts(arrow.Second, 0), err: "expected time32[ms]"},
 		{name: "list -> var int32", f: fld("v", dt.Int32, VarNum), arr: list([][]int64{{1, 2}, {}, {3}}), data: le([]int32{1, 2, 3}), offs: u64s(0, 8, 8)},
 		{name: "list -> fixed 2", f: fld("v", dt.Int64, 2), arr: list([][]int64{{1, 2}, {3, 4}}), data: le([]int64{1, 2, 3, 4})},

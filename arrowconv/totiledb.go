@@ -721,27 +721,11 @@ func toTemporal(f Field, arr arrow.Array, mismatch func() error) ([]byte, error)
 			return nil, mismatch()
 		}
 		from = datatype.DatetimeDay
-		raw := rawValues(arr, 4)
-		if raw == nil {
-			return nil, fmt.Errorf("column %q: malformed date32 array: %w", f.Name, ErrMismatch)
-		}
-		ticks = make([]int64, n)
-		for i, v := range view[int32](raw) {
-			ticks[i] = int64(v)
-		}
 	case *arrow.Time32Type:
 		if !f.Type.IsTime() {
 			return nil, mismatch()
 		}
 		from = arrowUnitDatatype(t.Unit) - datatype.DatetimeSec + datatype.TimeSec
-		raw := rawValues(arr, 4)
-		if raw == nil {
-			return nil, fmt.Errorf("column %q: malformed time32 array: %w", f.Name, ErrMismatch)
-		}
-		ticks = make([]int64, n)
-		for i, v := range view[int32](raw) {
-			ticks[i] = int64(v)
-		}
 	case *arrow.Time64Type:
 		if !f.Type.IsTime() {
 			return nil, mismatch()
@@ -753,7 +737,18 @@ func toTemporal(f Field, arr arrow.Array, mismatch func() error) ([]byte, error)
 		}
 		return castNumbers(f, arr, datatype.Int64, mismatch)
 	}
-	if ticks == nil {
+	switch arr.DataType().ID() {
+	case arrow.DATE32, arrow.TIME32:
+		// 32-bit ticks: widen before scaling.
+		raw := rawValues(arr, 4)
+		if raw == nil {
+			return nil, fmt.Errorf("column %q: malformed %s array: %w", f.Name, arr.DataType(), ErrMismatch)
+		}
+		ticks = make([]int64, n)
+		for i, v := range view[int32](raw) {
+			ticks[i] = int64(v)
+		}
+	default:
 		raw := rawValues(arr, 8)
 		if raw == nil {
 			return nil, fmt.Errorf("column %q: malformed %s array: %w", f.Name, arr.DataType(), ErrMismatch)
