@@ -70,8 +70,21 @@ fuzz:
 	  done; \
 	done
 
-bench:
+# The differential read test with a random seed and more arrays
+# (DIFF_ARRAYS x 13 queries); the seed is printed so a failure reruns.
+DIFF_ARRAYS ?= 120
+fuzz-diff: setup build
+	@seed=$${TILEFLIGHT_DIFF_SEED:-$$RANDOM$$RANDOM}; echo "fuzz-diff: TILEFLIGHT_DIFF_SEED=$$seed"; \
+	TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) TILEFLIGHT_DIFF_SEED=$$seed TILEFLIGHT_DIFF_ARRAYS=$(DIFF_ARRAYS) \
+	  $(VPY) -m pytest -q python_tests/test_diff_reader.py
+
+# Go benchmarks, then the headline read: DoGet of a 256 MiB dense float64
+# array vs a Python Flight server and in-process tiledb (benchmarks/RESULTS.md).
+bench: bench-flight
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+bench-flight: setup build
+	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)
