@@ -136,6 +136,9 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 		FlightDescriptor: fd,
 		TotalRecords:     total,
 		TotalBytes:       -1,
+		// Endpoints are cut in result order; only unordered results
+		// leave the order of their concatenation open.
+		Ordered: q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault,
 	}
 	for _, p := range parts {
 		t, err := p.MarshalJSON()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -332,8 +333,8 @@ func boundInt(t datatype.Datatype, v query.Value) (int64, error) {
 		return 0, fmt.Errorf("bound %q is a string; the dimension is %s", v.Str, t)
 	}
 	if t == datatype.Uint64 {
-		var u uint64
-		if _, err := fmt.Sscan(string(v.Num), &u); err != nil {
+		u, err := strconv.ParseUint(string(v.Num), 10, 64)
+		if err != nil {
 			return 0, fmt.Errorf("bound %s is not a %s", v.Num, t)
 		}
 		return int64(u), nil

@@ -1,0 +1,292 @@
+package flight
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrarray "github.com/apache/arrow-go/v18/arrow/array"
+	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/writer"
+)
+
+func TestDescriptorQuery(t *testing.T) {
+	cases := []struct {
+		fd    *aflight.FlightDescriptor
+		array string
+		kind  error
+	}{
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"a/b"}}, "a/b", nil},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"a", "b"}}, "a/b", nil},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: []byte(`{"array":"x","layout":"global"}`)}, "x", nil},
+		{nil, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH}, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"..", "x"}}, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"a", ""}}, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"/etc"}}, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: []byte(`{"array":"x","bogus":1}`)}, "", errkind.InvalidArgument},
+		{&aflight.FlightDescriptor{Type: aflight.DescriptorUNKNOWN}, "", errkind.InvalidArgument},
+	}
+	for i, c := range cases {
+		q, err := descriptorQuery(c.fd)
+		if c.kind != nil {
+			if !errors.Is(err, c.kind) {
+				t.Errorf("%d: %v, want %v", i, err, c.kind)
+			}
+			continue
+		}
+		if err != nil || q.Array != c.array {
+			t.Errorf("%d: %v %v", i, q, err)
+		}
+	}
+}
+
+func TestParseTokensAndHeaders(t *testing.T) {
+	tok, err := ParseTokens("# comment\nalpha rw\nbeta ro\n\ngamma\ndelta:ro, eps rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tokens{"alpha": ReadWrite, "beta": ReadOnly, "gamma": ReadWrite, "delta": ReadOnly, "eps": ReadWrite}
+	if len(tok) != len(want) {
+		t.Fatalf("%v", tok)
+	}
+	for k, v := range want {
+		if tok[k] != v {
+			t.Errorf("%s: %v, want %v", k, tok[k], v)
+		}
+	}
+	for _, bad := range []string{"x admin", "a b c"} {
+		if _, err := ParseTokens(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	headers := []struct {
+		h, tok string
+		ok     bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer  abc ", "abc", true},
+		{"Basic " + base64.StdEncoding.EncodeToString([]byte("user:secret")), "secret", true},
+		{"Basic " + base64.StdEncoding.EncodeToString([]byte("secret")), "secret", true},
+		{"Basic !!!", "", false},
+		{"Bearer", "", false},
+		{"Digest x", "", false},
+	}
+	for _, c := range headers {
+		got, ok := tokenFrom(c.h)
+		if got != c.tok || ok != c.ok {
+			t.Errorf("%q: %q %v", c.h, got, ok)
+		}
+	}
+}
+
+func TestDenseSubarray(t *testing.T) {
+	s, err := schema.FromJSON([]byte(`{"type":"dense","dimensions":[
+		{"name":"r","type":"uint64","domain":[0,9],"tile":5},{"name":"c","type":"uint64","domain":[1,4],"tile":2}],
+		"attributes":[{"name":"v","type":"float64"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cmd   string
+		cells int64
+		ok    bool
+	}{
+		{`{"array":"a"}`, 40, true},
+		{`{"array":"a","subarray":{"r":[[2,4]]}}`, 12, true},
+		{`{"array":"a","subarray":{"r":[[2,4]],"c":[[2,2]]},"layout":"col-major"}`, 3, true},
+		{`{"array":"a","subarray":{"r":[[2,40]]}}`, 0, false},
+		{`{"array":"a","subarray":{"r":[[4,2]]}}`, 0, false},
+		{`{"array":"a","subarray":{"r":[[1,2],[4,5]]}}`, 0, false},
+		{`{"array":"a","subarray":{"zz":[[1,2]]}}`, 0, false},
+		{`{"array":"a","subarray":{"r":[["a","b"]]}}`, 0, false},
+		{`{"array":"a","subarray":{"r":[[1.5,2]]}}`, 0, false},
+		{`{"array":"a","layout":"global"}`, 0, false},
+	}
+	for _, c := range cases {
+		q, err := descriptorQuery(&aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: []byte(c.cmd)})
+		if err != nil {
+			t.Fatalf("%s: %v", c.cmd, err)
+		}
+		d, err := denseSubarray(q, s)
+		if !c.ok {
+			if err == nil || !errors.Is(err, errkind.InvalidArgument) {
+				t.Errorf("%s: %v", c.cmd, err)
+			}
+			continue
+		}
+		if err != nil || d.cells != c.cells {
+			t.Errorf("%s: %+v %v", c.cmd, d, err)
+		}
+	}
+}
+
+// serve runs the service on a loopback port and returns a client.
+func serve(t *testing.T, cfg Config) aflight.Client {
+	t.Helper()
+	svc := NewService(cfg)
+	ua, sa := AuthInterceptors(cfg.Tokens)
+	ul, sl := AccessLog(zerolog.Nop())
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
+	aflight.RegisterFlightServiceServer(srv, svc)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func doPut(ctx context.Context, c aflight.Client, fd *aflight.FlightDescriptor, rec arrow.RecordBatch) (map[string]any, error) {
+	stream, err := c.DoPut(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := aflight.NewRecordWriter(stream)
+	w.SetFlightDescriptor(fd)
+	if err := w.Write(rec); err != nil {
+		// The server refused the call: its status arrives on Recv.
+		_, rerr := stream.Recv()
+		return nil, rerr
+	}
+	w.Close()
+	stream.CloseSend()
+	res, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(res.AppMetadata, &out)
+}
+
+// A sparse array written through DoPut reads back through DoGet, and the
+// mutation is refused to a read-only token.
+func TestPutGetAndAuthInProcess(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"s","type":"string_utf8","cell_val_num":"var"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, st, "g/a", s); err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, Config{Store: st, Tokens: Tokens{"w": ReadWrite, "r": ReadOnly}})
+	rw := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer w")
+	ro := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer r")
+
+	b := arrarray.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil))
+	b.Field(0).(*arrarray.Int32Builder).AppendValues([]int32{7, 3, 5}, nil)
+	b.Field(1).(*arrarray.StringBuilder).AppendValues([]string{"seven", "three", "five"}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := &aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"g", "a"}}
+
+	if _, err := doPut(ctx, c, path, rec); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("no token: %v", err)
+	}
+	if _, err := doPut(ro, c, path, rec); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("read-only token: %v", err)
+	}
+	res, err := doPut(rw, c, path, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["rows"].(float64) != 3 || len(res["fragments"].([]any)) != 1 {
+		t.Fatalf("%v", res)
+	}
+
+	stream, err := c.DoGet(ro, &aflight.Ticket{Ticket: []byte(`{"array":"g/a","layout":"row-major"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := aflight.NewRecordReader(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var ks []int64
+	var ss []string
+	for rd.Next() {
+		r := rd.RecordBatch()
+		ks = append(ks, r.Column(0).(*arrarray.Int64).Int64Values()...)
+		for i := 0; i < int(r.NumRows()); i++ {
+			ss = append(ss, r.Column(1).(*arrarray.LargeString).Value(i))
+		}
+	}
+	if err := rd.Err(); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if strings.Join(ss, ",") != "three,five,seven" || len(ks) != 3 || ks[0] != 3 {
+		t.Fatalf("%v %v", ks, ss)
+	}
+
+	// Actions: read-only may describe but not drop.
+	desc, err := c.DoAction(ro, &aflight.Action{Type: "describe", Body: []byte(`{"array":"g/a"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := desc.Recv()
+	if err != nil || !strings.Contains(string(r.Body), `"array":"g/a"`) {
+		t.Fatalf("describe: %v %s", err, r.GetBody())
+	}
+	drop, _ := c.DoAction(ro, &aflight.Action{Type: "drop_array", Body: []byte(`{"array":"g/a"}`)})
+	if _, err := drop.Recv(); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("drop with a read-only token: %v", err)
+	}
+}
+
+func FuzzParseTokens(f *testing.F) {
+	f.Add("a rw\nb ro\n# c\n")
+	f.Add("x:ro,y;z rw")
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := ParseTokens(s)
+		if err == nil {
+			for k, v := range tok {
+				if k == "" || (v != ReadOnly && v != ReadWrite) {
+					t.Fatalf("%q -> %q %v", s, k, v)
+				}
+			}
+		}
+		tokenFrom(s)
+	})
+}
+
+// Any CMD descriptor is a query or an InvalidArgument error, never a panic.
+func FuzzDescriptorQuery(f *testing.F) {
+	f.Add([]byte(`{"array":"a/b","subarray":{"x":[[0,9]]},"timestamp":[1,2]}`), "a/b")
+	f.Add([]byte(`{`), "..")
+	f.Fuzz(func(t *testing.T, cmd []byte, path string) {
+		if _, err := descriptorQuery(&aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: cmd}); err != nil && !errors.Is(err, errkind.InvalidArgument) {
+			t.Fatalf("CMD %q: %v", cmd, err)
+		}
+		if _, err := descriptorQuery(&aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: strings.Split(path, "\x1f")}); err != nil && !errors.Is(err, errkind.InvalidArgument) {
+			t.Fatalf("PATH %q: %v", path, err)
+		}
+	})
+}
