@@ -1,7 +1,13 @@
 """Time the tiledb package writing the data of the writer's Go benchmarks
 (writer/bench_test.go): 10 M sparse cells (2 int64 dims, float64 + string,
 zstd level 1) and a 4096 x 8192 float64 dense array (256 MiB, zstd 1).
-Usage: write_tiledb.py WORKDIR"""
+Usage: write_tiledb.py WORKDIR [sparse|dense]...
+
+Run it right before or after `go test -run '^$' -bench Ingest -benchtime 1x
+./writer/` on the same machine: on a shared machine only figures taken in
+the same minute compare. Wall time covers the write call only (the input
+is built first); cpu is the process CPU time spent in it (TileDB threads
+included)."""
 
 import os
 import sys
@@ -11,8 +17,21 @@ import numpy as np
 import tiledb
 
 
-def main(work):
+def timed(f):
+    t, c = time.perf_counter(), time.process_time()
+    f()
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def main(work, which):
     os.makedirs(work, exist_ok=True)
+    if "sparse" in which:
+        sparse(work)
+    if "dense" in which:
+        dense(work)
+
+
+def sparse(work):
     z = tiledb.FilterList([tiledb.ZstdFilter(level=1)])
     n = 10_000_000
     rng = np.random.default_rng(1)
@@ -27,12 +46,16 @@ def main(work):
                                     tiledb.Attr("s", dtype="ascii", var=True, filters=z)])
     p = os.path.join(work, "sparse")
     tiledb.Array.create(p, sch)
-    t = time.perf_counter()
-    with tiledb.open(p, "w") as A:
-        A[x, y] = {"v": v, "s": s}
-    dt = time.perf_counter() - t
-    print(f"tiledb sparse 10M cells: {dt:.2f} s, {n / dt / 1e6:.2f} M cells/s")
 
+    def w():
+        with tiledb.open(p, "w") as A:
+            A[x, y] = {"v": v, "s": s}
+    dt, cpu = timed(w)
+    print(f"tiledb sparse 10M cells: {dt:.2f} s ({cpu:.2f} s cpu), {n / dt / 1e6:.2f} M cells/s")
+
+
+def dense(work):
+    z = tiledb.FilterList([tiledb.ZstdFilter(level=1)])
     rows, cols = 4096, 8192
     data = (np.arange(rows * cols) % 1000 * 0.5).reshape(rows, cols)
     dom = tiledb.Domain(tiledb.Dim("r", domain=(0, rows - 1), tile=256, dtype=np.int32),
@@ -40,12 +63,13 @@ def main(work):
     sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[tiledb.Attr("v", dtype=np.float64, filters=z)])
     p = os.path.join(work, "dense")
     tiledb.Array.create(p, sch)
-    t = time.perf_counter()
-    with tiledb.open(p, "w") as A:
-        A[:, :] = {"v": data}
-    dt = time.perf_counter() - t
-    print(f"tiledb dense 256 MiB: {dt:.2f} s, {data.nbytes / dt / 2**20:.1f} MiB/s")
+
+    def w():
+        with tiledb.open(p, "w") as A:
+            A[:, :] = {"v": data}
+    dt, cpu = timed(w)
+    print(f"tiledb dense 256 MiB: {dt:.2f} s ({cpu:.2f} s cpu), {data.nbytes / dt / 2**20:.1f} MiB/s")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:] or ["sparse", "dense"])

@@ -35,6 +35,7 @@ func BenchmarkSparseIngest10M(b *testing.B) {
 	                {"name": "s", "type": "string_ascii", "cell_val_num": "var", "filters": [{"name": "zstd", "level": 1}]}]}`
 	cols := map[string]Column{"x": {Data: x}, "y": {Data: y}, "v": {Data: v}, "s": s}
 	b.SetBytes(int64(len(x) + len(y) + len(v) + len(s.Data) + len(s.Offsets)))
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st := storage.NewMem()
 		sch, _ := schema.FromJSON([]byte(js))
@@ -59,6 +60,7 @@ func BenchmarkDenseIngest256MiB(b *testing.B) {
 	                {"name": "c", "type": "int32", "domain": [0, 8191], "tile": 256}],
 	 "attributes": [{"name": "v", "type": "float64", "filters": [{"name": "zstd", "level": 1}]}]}`
 	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st := storage.NewMem()
 		sch, _ := schema.FromJSON([]byte(js))

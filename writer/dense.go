@@ -74,16 +74,19 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 			piece[name] = sliceCol(c, s, name, start, start+cnt)
 		}
 		start += cnt
-		fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true}
-		pg.tiles(layout, func(pos []int64, slabs [][2]int) {
-			tiles := make([]statTile, len(fields))
-			for fi, f := range fields {
-				tiles[fi] = denseTile(f, piece[f.name], pos)
-				tiles[fi].slabs = slabs
-			}
-			fr.tiles = append(fr.tiles, tiles)
-			fr.cellNum = append(fr.cellNum, uint64(len(pos)))
-		})
+		sts := pg.spaceTiles(layout)
+		per := int(pg.perTil)
+		fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true, ntiles: len(sts)}
+		fr.cellNum = make([]uint64, len(sts))
+		for t := range fr.cellNum {
+			fr.cellNum[t] = uint64(per)
+		}
+		fr.tile = func(t, fi int, sc *scratch) statTile {
+			f := fields[fi]
+			tl := denseTile(f, piece[f.name], &sts[t], per, sc)
+			tl.slabs = sts[t].slabs
+			return tl
+		}
 		fr.ned = make(fragmeta.MBR, len(s.Dimensions))
 		for d := range s.Dimensions {
 			fr.ned[d] = fragmeta.Range{Start: putValue(s.Dimensions[d].Type, sub[d][0]), End: putValue(s.Dimensions[d].Type, sub[d][1])}
@@ -114,60 +117,101 @@ func sliceCol(c *col, s *schema.ArraySchema, name string, a, b int) *col {
 	return out
 }
 
-// denseTile builds one space tile of field f: pos[i] is the input cell at
-// tile position i, or -1 for a cell outside the subarray, which TileDB
-// writes as zero bytes (one value of zeros for var-sized fields) and null.
-func denseTile(f *field, c *col, pos []int64) statTile {
-	n := len(pos)
+// denseTile builds one space tile of field f from the runs of st. Cells
+// between runs lie outside the subarray: TileDB writes them as zero bytes
+// (one value of zeros for var-sized fields) and null.
+func denseTile(f *field, c *col, st *spaceTile, n int, sc *scratch) statTile {
 	t := statTile{n: n, cellSize: f.cellSize}
-	// Runs of consecutive input cells are copied at once.
-	var runs [][2]int
-	for i := 0; i < n; {
-		if pos[i] < 0 {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < n && pos[j] == pos[j-1]+1 {
-			j++
-		}
-		runs = append(runs, [2]int{i, j})
-		i = j
-	}
 	if f.isVar {
-		fill := f.typ.Size()
-		size := 0
-		for _, p := range pos {
-			if p < 0 {
-				size += fill
-			} else {
-				size += int(c.starts[p+1] - c.starts[p])
+		fill := int64(f.typ.Size())
+		var size, prev int64
+		for _, r := range st.runs {
+			size += (r.tpos - prev) * fill
+			for i := int64(0); i < r.n; i++ {
+				p := r.ipos + i*st.step
+				size += int64(c.starts[p+1] - c.starts[p])
+			}
+			prev = r.tpos + r.n
+		}
+		size += (int64(n) - prev) * fill
+		t.data = grow(&sc.data, int(size), true)
+		t.offs = grow(&sc.offs, n, false)
+		var pos int64 // tile cell
+		var off uint64
+		gap := func(upTo int64) {
+			for ; pos < upTo; pos++ {
+				t.offs[pos] = off
+				off += uint64(fill) // zeros already there
 			}
 		}
-		t.data = make([]byte, 0, size)
-		t.offs = make([]uint64, n)
-		for i, p := range pos {
-			t.offs[i] = uint64(len(t.data))
-			if p < 0 {
-				t.data = append(t.data, make([]byte, fill)...)
-			} else {
-				t.data = append(t.data, c.data[c.starts[p]:c.starts[p+1]]...)
+		for _, r := range st.runs {
+			gap(r.tpos)
+			if st.step == 1 {
+				a, b := c.starts[r.ipos], c.starts[r.ipos+r.n]
+				copy(t.data[off:], c.data[a:b])
+				for i := int64(0); i < r.n; i++ {
+					t.offs[pos] = off + c.starts[r.ipos+i] - a
+					pos++
+				}
+				off += b - a
+				continue
+			}
+			for i := int64(0); i < r.n; i++ {
+				p := r.ipos + i*st.step
+				t.offs[pos] = off
+				off += uint64(copy(t.data[off:], c.data[c.starts[p]:c.starts[p+1]]))
+				pos++
 			}
 		}
+		gap(int64(n))
 	} else {
-		cs := f.cellSize
-		t.data = make([]byte, n*cs)
-		for _, r := range runs {
-			p := int(pos[r[0]])
-			copy(t.data[r[0]*cs:r[1]*cs], c.data[p*cs:(p+r[1]-r[0])*cs])
-		}
+		t.data = grow(&sc.data, n*f.cellSize, !st.full)
+		copyRuns(t.data, c.data, f.cellSize, st)
 	}
 	if f.nullable {
-		t.valid = make([]byte, n)
-		for _, r := range runs {
-			p := int(pos[r[0]])
-			copy(t.valid[r[0]:r[1]], c.valid[p:p+r[1]-r[0]])
-		}
+		t.valid = grow(&sc.valid, n, !st.full)
+		copyRuns(t.valid, c.valid, 1, st)
 	}
 	return t
+}
+
+// copyRuns copies the runs of st from src to dst, cells of cs bytes:
+// whole runs at once when the input is contiguous along them, a typed
+// strided gather otherwise.
+func copyRuns(dst, src []byte, cs int, st *spaceTile) {
+	if st.step == 1 {
+		for _, r := range st.runs {
+			copy(dst[int(r.tpos)*cs:int(r.tpos+r.n)*cs], src[int(r.ipos)*cs:int(r.ipos+r.n)*cs])
+		}
+		return
+	}
+	switch cs {
+	case 8:
+		stride(asSlice[uint64](dst), asSlice[uint64](src), st)
+	case 4:
+		stride(asSlice[uint32](dst), asSlice[uint32](src), st)
+	case 2:
+		stride(asSlice[uint16](dst), asSlice[uint16](src), st)
+	case 1:
+		stride(dst, src, st)
+	default:
+		for _, r := range st.runs {
+			for i := int64(0); i < r.n; i++ {
+				p := int(r.ipos + i*st.step)
+				q := int(r.tpos + i)
+				copy(dst[q*cs:(q+1)*cs], src[p*cs:(p+1)*cs])
+			}
+		}
+	}
+}
+
+func stride[T uint8 | uint16 | uint32 | uint64](dst, src []T, st *spaceTile) {
+	for _, r := range st.runs {
+		d := dst[r.tpos : r.tpos+r.n]
+		p := r.ipos
+		for i := range d {
+			d[i] = src[p]
+			p += st.step
+		}
+	}
 }

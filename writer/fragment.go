@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
@@ -112,58 +113,73 @@ type fragment struct {
 	ned     fragmeta.MBR   // non-empty domain
 	mbrs    []fragmeta.MBR // sparse: one per tile
 	cellNum []uint64       // cells per tile
-	// tiles[t][f] is tile t of fields[f].
-	tiles [][]statTile
+	ntiles  int
+	// tile builds tile t of fields[f] when a worker is ready for it, so
+	// that only the tiles being filtered are held unfiltered.
+	tile func(t, f int, sc *scratch) statTile
 }
 
-// build filters every tile of every field in parallel and computes their
-// statistics.
+// scratch is one worker's reusable tile memory: a tile is dead once
+// filtered (the pipeline's output never aliases its input), so the next
+// tile the worker builds can take its buffers.
+type scratch struct {
+	data, valid []byte
+	offs        []uint64
+}
+
+// grow returns n elements of scratch memory, zeroed only if zero is set.
+func grow[T byte | uint64](b *[]T, n int, zero bool) []T {
+	if cap(*b) < n {
+		*b = make([]T, n)
+		return *b
+	}
+	out := (*b)[:n]
+	if zero {
+		clear(out)
+	}
+	return out
+}
+
+// build makes, summarizes and filters every tile of every field on at
+// most conc goroutines, in tile order, so the unfiltered data held at any
+// moment is about conc tiles.
 func (fr *fragment) build(ctx context.Context, conc int) ([][]tileOut, error) {
 	if conc <= 0 {
 		conc = runtime.GOMAXPROCS(0)
 	}
-	out := make([][]tileOut, len(fr.tiles))
+	out := make([][]tileOut, fr.ntiles)
 	for t := range out {
 		out[t] = make([]tileOut, len(fr.fields))
 	}
-	type job struct{ t, f int }
-	jobs := make(chan job)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	nf := len(fr.fields)
+	total := fr.ntiles * nf
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for w := 0; w < conc; w++ {
+	for w := 0; w < min(conc, total); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				res, err := fr.filterOne(fr.fields[j.f], &fr.tiles[j.t][j.f])
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s %q: tile %d: %w", role(fr.fields[j.f].dim), fr.fields[j.f].name, j.t, err)
-					}
-					mu.Unlock()
-					continue
+			var sc scratch
+			for ctx.Err() == nil {
+				j := int(next.Add(1) - 1)
+				if j >= total {
+					return
 				}
-				out[j.t][j.f] = res
+				t, fi := j/nf, j%nf
+				tl := fr.tile(t, fi, &sc)
+				res, err := fr.filterOne(fr.fields[fi], &tl)
+				if err != nil {
+					cancel(fmt.Errorf("%s %q: tile %d: %w", role(fr.fields[fi].dim), fr.fields[fi].name, t, err))
+					return
+				}
+				out[t][fi] = res
 			}
 		}()
 	}
-loop:
-	for t := range fr.tiles {
-		for f := range fr.fields {
-			if ctx.Err() != nil {
-				break loop
-			}
-			jobs <- job{t, f}
-		}
-	}
-	close(jobs)
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -187,6 +203,8 @@ func (fr *fragment) filterOne(f *field, t *statTile) (tileOut, error) {
 	}
 	if !(fr.dense && f.dim) {
 		r.stats = f.stats(t)
+		// Bounds may point into the tile, whose memory is reused.
+		r.stats.min, r.stats.max = clone(r.stats.min), clone(r.stats.max)
 	}
 	return r, nil
 }
@@ -199,7 +217,7 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 		return err
 	}
 	num := fr.layout.FieldNum(FormatVersion, false, false)
-	ntiles := len(fr.tiles)
+	ntiles := fr.ntiles
 	m := &fragmeta.Metadata{}
 	m.TileOffsets = zeroLists(num, ntiles)
 	m.TileVarOffsets = zeroLists(num, ntiles)

@@ -91,16 +91,30 @@ func (g *grid) splitAlong(d int, k int64) [][2]int64 {
 	return out
 }
 
-// tiles calls f once per space tile touched by the subarray, in the
-// array's tile order, with the position map of the tile (its cells in
-// cell order -> input cell index, -1 outside the subarray). The input is
-// the subarray's cells in the given layout.
-func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)) {
+// run is a stretch of cells along the fastest cell-order dimension of a
+// space tile: n cells starting at tile position tpos, taken from the
+// input starting at cell ipos and stepping by the tile's input step.
+type run struct {
+	tpos, ipos, n int64
+}
+
+// spaceTile is what writing one space tile needs: where its cells come
+// from (in increasing tile position; the positions between runs are
+// outside the subarray) and the slabs its statistics walk.
+type spaceTile struct {
+	runs  []run
+	step  int64 // input stride between neighbours along the fastest cell dimension
+	slabs [][2]int
+	full  bool // the runs cover the whole tile
+}
+
+// spaceTiles lists the space tiles touched by the subarray, in the
+// array's tile order. The input is the subarray's cells in inLayout.
+// Work is per run of cells, never per cell: a run of a tile whose cell
+// order matches the input layout is one contiguous copy.
+func (g *grid) spaceTiles(inLayout schema.Layout) []spaceTile {
 	nd := g.nd
 	s := g.s
-	// Input strides per dimension.
-	inStride := make([]int64, nd)
-	acc := int64(1)
 	order := func(colMajor bool) []int { // dims from slowest to fastest
 		o := make([]int, nd)
 		for i := range o {
@@ -112,6 +126,8 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)
 		}
 		return o
 	}
+	inStride := make([]int64, nd)
+	acc := int64(1)
 	inOrder := order(inLayout == schema.ColMajor)
 	for i := nd - 1; i >= 0; i-- {
 		d := inOrder[i]
@@ -126,22 +142,21 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)
 		tileStride[d] = acc
 		acc *= int64(g.ext[d])
 	}
+	fast := cellOrder[nd-1]
 	tileOrder := order(s.TileOrder == schema.ColMajor)
-	tc := make([]uint64, nd)
-	copy(tc, g.tlo)
-	pos := make([]int64, g.perTil)
+	tc := append([]uint64(nil), g.tlo...)
 	lo := make([]uint64, nd)
 	hi := make([]uint64, nd)
 	cur := make([]uint64, nd)
+	var out []spaceTile
 	for {
-		for i := range pos {
-			pos[i] = -1
-		}
 		for d := 0; d < nd; d++ {
 			t0 := tc[d] * g.ext[d]
 			lo[d] = max(t0, g.sub[d][0])
 			hi[d] = min(t0+g.ext[d]-1, g.sub[d][1])
 		}
+		st := spaceTile{step: inStride[fast]}
+		n := int64(hi[fast] - lo[fast] + 1)
 		copy(cur, lo)
 		for {
 			var tp, ip int64
@@ -149,9 +164,9 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)
 				tp += int64(cur[d]-tc[d]*g.ext[d]) * tileStride[d]
 				ip += int64(cur[d]-g.sub[d][0]) * inStride[d]
 			}
-			pos[tp] = ip
-			// odometer in cell order (fastest last)
-			k := nd - 1
+			st.runs = append(st.runs, run{tpos: tp, ipos: ip, n: n})
+			// odometer over the other dimensions in cell order
+			k := nd - 2
 			for ; k >= 0; k-- {
 				d := cellOrder[k]
 				if cur[d] < hi[d] {
@@ -164,7 +179,9 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)
 				break
 			}
 		}
-		f(append([]int64(nil), pos...), g.slabs(inLayout, tc, lo, hi, tileStride))
+		st.slabs = g.slabs(inLayout, tc, lo, hi, tileStride)
+		st.full = int64(len(st.runs))*n == int64(g.perTil)
+		out = append(out, st)
 		k := nd - 1
 		for ; k >= 0; k-- {
 			d := tileOrder[k]
@@ -175,7 +192,7 @@ func (g *grid) tiles(inLayout schema.Layout, f func(pos []int64, slabs [][2]int)
 			tc[d] = g.tlo[d]
 		}
 		if k < 0 {
-			return
+			return out
 		}
 	}
 }

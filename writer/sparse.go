@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"slices"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/fragmeta"
@@ -37,27 +39,24 @@ func WriteSparse(ctx context.Context, st storage.Store, dir string, s *schema.Ar
 	if n == 0 {
 		return &Result{}, nil
 	}
-	perm := globalOrder(s, cs, n)
+	sc, err := globalOrder(s, cs, n)
+	if err != nil {
+		return nil, err
+	}
 	if !s.AllowsDups {
-		if i := firstDup(s, cs, perm); i >= 0 {
-			return nil, invalidf("duplicate coordinates %s (the array does not allow duplicates)", coordString(s, cs, perm[i]))
+		if i := firstDup(sc); i >= 0 {
+			return nil, invalidf("duplicate coordinates %s (the array does not allow duplicates)", coordString(s, cs, int(sc.perm[i])))
 		}
 	}
 	fields, err := newFields(s, true)
 	if err != nil {
 		return nil, invalidf("array %q: %v", dir, err)
 	}
-	capacity := int(s.Capacity)
-	if capacity <= 0 {
-		capacity = int(schema.DefaultCapacity)
-	}
-	// Split into fragments of whole tiles near the size limit.
-	var total int64
-	for _, c := range cs {
-		total += int64(len(c.data)) + 8*int64(len(c.starts)) + int64(len(c.valid))
-	}
+	capacity := capacityOf(s)
+	// Split into fragments of whole tiles near the size limit; the cells
+	// are sorted first, so the fragments do not overlap.
 	perFrag := n
-	if total > opt.maxBytes() {
+	if total := colsBytes(cs); total > opt.maxBytes() {
 		perCell := max(total/int64(n), 1)
 		perFrag = int(opt.maxBytes()/perCell) / capacity * capacity
 		perFrag = max(perFrag, capacity)
@@ -66,20 +65,7 @@ func WriteSparse(ctx context.Context, st storage.Store, dir string, s *schema.Ar
 	var frags []*fragment
 	for lo := 0; lo < n; lo += perFrag {
 		hi := min(lo+perFrag, n)
-		fr := &fragment{s: s, layout: layout, fields: fields}
-		sorted := gatherAll(fields, cs, perm[lo:hi])
-		for t0 := 0; t0 < hi-lo; t0 += capacity {
-			t1 := min(t0+capacity, hi-lo)
-			tiles := make([]statTile, len(fields))
-			for fi, f := range fields {
-				tiles[fi] = sliceTile(f, sorted[fi], t0, t1)
-			}
-			fr.tiles = append(fr.tiles, tiles)
-			fr.cellNum = append(fr.cellNum, uint64(t1-t0))
-			fr.mbrs = append(fr.mbrs, tileMBR(s, fields, tiles))
-		}
-		fr.ned = unionMBR(s, fr.mbrs)
-		frags = append(frags, fr)
+		frags = append(frags, sparseFragment(s, layout, fields, cs, sc.perm[lo:hi], opt.Concurrency))
 	}
 	res, err := writeFragments(ctx, st, dir, frags, opt)
 	if err != nil {
@@ -89,10 +75,56 @@ func WriteSparse(ctx context.Context, st storage.Store, dir string, s *schema.Ar
 	return res, nil
 }
 
+func capacityOf(s *schema.ArraySchema) int {
+	if s.Capacity <= 0 {
+		return int(schema.DefaultCapacity)
+	}
+	return int(s.Capacity)
+}
+
+// colsBytes is the memory the columns hold.
+func colsBytes(cs map[string]*col) int64 {
+	var total int64
+	for _, c := range cs {
+		total += int64(len(c.data)) + 8*int64(len(c.starts)) + int64(len(c.valid))
+	}
+	return total
+}
+
+// sparseFragment gathers the cells perm into global order and describes
+// the fragment they make: tiles of the schema's capacity, sliced (not
+// copied) from the gathered columns when a worker asks for them.
+func sparseFragment(s *schema.ArraySchema, layout fragmeta.Layout, fields []*field, cs map[string]*col, perm []uint32, conc int) *fragment {
+	n := len(perm)
+	capacity := capacityOf(s)
+	fr := &fragment{s: s, layout: layout, fields: fields}
+	sorted := gatherAll(fields, cs, perm, conc)
+	fr.ntiles = (n + capacity - 1) / capacity
+	fr.cellNum = make([]uint64, fr.ntiles)
+	fr.mbrs = make([]fragmeta.MBR, fr.ntiles)
+	na := len(s.Attributes)
+	for t := range fr.cellNum {
+		t0, t1 := t*capacity, min((t+1)*capacity, n)
+		fr.cellNum[t] = uint64(t1 - t0)
+		mbr := make(fragmeta.MBR, len(s.Dimensions))
+		for d := range s.Dimensions {
+			mbr[d] = dimRange(&s.Dimensions[d], sorted[na+d], t0, t1)
+		}
+		fr.mbrs[t] = mbr
+	}
+	fr.ned = unionMBR(s, fr.mbrs)
+	fr.tile = func(t, fi int, sc *scratch) statTile {
+		t0, t1 := t*capacity, min((t+1)*capacity, n)
+		return sliceTile(fields[fi], sorted[fi], t0, t1, sc)
+	}
+	return fr
+}
+
 // gatherAll reorders every field's cells by perm.
-func gatherAll(fields []*field, cs map[string]*col, perm []int) []*col {
+func gatherAll(fields []*field, cs map[string]*col, perm []uint32, conc int) []*col {
 	out := make([]*col, len(fields))
-	for fi, f := range fields {
+	parallelDo(len(fields), conc, func(fi int) {
+		f := fields[fi]
 		c := cs[f.name]
 		g := &col{}
 		if f.isVar {
@@ -117,11 +149,34 @@ func gatherAll(fields []*field, cs map[string]*col, perm []int) []*col {
 			}
 		}
 		out[fi] = g
-	}
+	})
 	return out
 }
 
-func gatherFixed(src []byte, cs int, perm []int) []byte {
+// parallelDo runs f(0..n-1) on at most conc goroutines.
+func parallelDo(n, conc int, f func(i int)) {
+	if conc <= 0 {
+		conc = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(conc, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func gatherFixed(src []byte, cs int, perm []uint32) []byte {
 	out := make([]byte, len(perm)*cs)
 	switch cs {
 	case 8:
@@ -134,21 +189,31 @@ func gatherFixed(src []byte, cs int, perm []int) []byte {
 		for i, p := range perm {
 			d[i] = s[p]
 		}
+	case 2:
+		s, d := asSlice[uint16](src), asSlice[uint16](out)
+		for i, p := range perm {
+			d[i] = s[p]
+		}
+	case 1:
+		for i, p := range perm {
+			out[i] = src[p]
+		}
 	default:
 		for i, p := range perm {
-			copy(out[i*cs:(i+1)*cs], src[p*cs:(p+1)*cs])
+			q := int(p)
+			copy(out[i*cs:(i+1)*cs], src[q*cs:(q+1)*cs])
 		}
 	}
 	return out
 }
 
 // sliceTile cuts cells [a, b) of a sorted column into a tile.
-func sliceTile(f *field, c *col, a, b int) statTile {
+func sliceTile(f *field, c *col, a, b int, sc *scratch) statTile {
 	t := statTile{n: b - a, cellSize: f.cellSize}
 	if f.isVar {
 		base := c.starts[a]
 		t.data = c.data[base:c.starts[b]]
-		t.offs = make([]uint64, b-a)
+		t.offs = grow(&sc.offs, b-a, false)
 		for i := range t.offs {
 			t.offs[i] = c.starts[a+i] - base
 		}
@@ -180,30 +245,63 @@ func cmpCoord(t datatype.Datatype, isVar bool, a, b []byte) int {
 	return cmp.Compare(schema.AsInt64(t, a), schema.AsInt64(t, b))
 }
 
-func tileMBR(s *schema.ArraySchema, fields []*field, tiles []statTile) fragmeta.MBR {
-	mbr := make(fragmeta.MBR, len(s.Dimensions))
-	na := len(s.Attributes)
-	for d := range s.Dimensions {
-		dim := &s.Dimensions[d]
-		t := &tiles[na+d]
+// dimRange is the range of sorted cells [a, b) of dimension d. Ties keep
+// the first cell, as a comparison walk would.
+func dimRange(d *schema.Dimension, c *col, a, b int) fragmeta.Range {
+	if d.IsVar() {
 		var lo, hi []byte
-		for i := 0; i < t.n; i++ {
-			var v []byte
-			if dim.IsVar() {
-				v = t.varCell(i)
-			} else {
-				v = t.data[i*t.cellSize : (i+1)*t.cellSize]
-			}
-			if i == 0 || cmpCoord(dim.Type, dim.IsVar(), v, lo) < 0 {
+		for i := a; i < b; i++ {
+			v := c.data[c.starts[i]:c.starts[i+1]]
+			if i == a || bytes.Compare(v, lo) < 0 {
 				lo = v
 			}
-			if i == 0 || cmpCoord(dim.Type, dim.IsVar(), v, hi) > 0 {
+			if i == a || bytes.Compare(v, hi) > 0 {
 				hi = v
 			}
 		}
-		mbr[d] = fragmeta.Range{Start: clone(lo), End: clone(hi)}
+		return fragmeta.Range{Start: clone(lo), End: clone(hi)}
 	}
-	return mbr
+	sz := d.Type.Size()
+	var l, h int
+	switch {
+	case d.Type == datatype.Float32:
+		l, h = minMaxAt(asSlice[float32](c.data)[a:b])
+	case d.Type == datatype.Float64:
+		l, h = minMaxAt(asSlice[float64](c.data)[a:b])
+	case sz == 1 && d.Type.IsSigned():
+		l, h = minMaxAt(asSlice[int8](c.data)[a:b])
+	case sz == 1:
+		l, h = minMaxAt(c.data[a:b])
+	case sz == 2 && d.Type.IsSigned():
+		l, h = minMaxAt(asSlice[int16](c.data)[a:b])
+	case sz == 2:
+		l, h = minMaxAt(asSlice[uint16](c.data)[a:b])
+	case sz == 4 && d.Type.IsSigned():
+		l, h = minMaxAt(asSlice[int32](c.data)[a:b])
+	case sz == 4:
+		l, h = minMaxAt(asSlice[uint32](c.data)[a:b])
+	case d.Type.IsSigned():
+		l, h = minMaxAt(asSlice[int64](c.data)[a:b])
+	default:
+		l, h = minMaxAt(asSlice[uint64](c.data)[a:b])
+	}
+	l, h = l+a, h+a
+	return fragmeta.Range{Start: clone(c.data[l*sz : (l+1)*sz]), End: clone(c.data[h*sz : (h+1)*sz])}
+}
+
+// minMaxAt returns the positions of the first least and first greatest
+// values of v (not empty).
+func minMaxAt[T number](v []T) (int, int) {
+	l, h := 0, 0
+	for i, x := range v {
+		if x < v[l] {
+			l = i
+		}
+		if x > v[h] {
+			h = i
+		}
+	}
+	return l, h
 }
 
 func unionMBR(s *schema.ArraySchema, ms []fragmeta.MBR) fragmeta.MBR {
@@ -254,115 +352,11 @@ func tileIndex(d *schema.Dimension, b []byte) uint64 {
 	return (schema.AsUint64(t, b) - schema.AsUint64(t, d.Lo())) / ext
 }
 
-// globalOrder returns the permutation that sorts the cells into the
-// array's global order (stable, so duplicates keep their input order).
-func globalOrder(s *schema.ArraySchema, cs map[string]*col, n int) []int {
-	nd := len(s.Dimensions)
-	dims := make([]*col, nd)
-	for d := range s.Dimensions {
-		dims[d] = cs[s.Dimensions[d].Name]
-	}
-	// Each cell gets a key of words; string coordinates are compared
-	// separately where a word says "see dimension d".
-	type comp struct {
-		word bool
-		dim  int
-	}
-	var comps []comp
-	cellOrder := func() []int {
-		o := make([]int, nd)
-		for i := range o {
-			o[i] = i
-		}
-		if s.CellOrder == schema.ColMajor {
-			slices.Reverse(o)
-		}
-		return o
-	}
-	var words [][]uint64 // per component that is a word
-	addWords := func(f func(i int) uint64) {
-		w := make([]uint64, n)
-		for i := range w {
-			w[i] = f(i)
-		}
-		words = append(words, w)
-		comps = append(comps, comp{word: true, dim: len(words) - 1})
-	}
-	if s.CellOrder == schema.Hilbert {
-		hv := hilbertValues(s, dims, n)
-		addWords(func(i int) uint64 { return hv[i] })
-		for d := 0; d < nd; d++ {
-			dd := &s.Dimensions[d]
-			if dd.IsVar() {
-				comps = append(comps, comp{dim: d})
-			} else {
-				c := dims[d]
-				addWords(func(i int) uint64 { return orderWord(dd.Type, dimValue(dd, c, i)) })
-			}
-		}
-	} else {
-		tileDims := make([]int, nd)
-		for i := range tileDims {
-			tileDims[i] = i
-		}
-		if s.TileOrder == schema.ColMajor {
-			slices.Reverse(tileDims)
-		}
-		for _, d := range tileDims {
-			dd := &s.Dimensions[d]
-			if dd.IsVar() || len(dd.TileExtent) == 0 {
-				continue
-			}
-			c := dims[d]
-			addWords(func(i int) uint64 { return tileIndex(dd, dimValue(dd, c, i)) })
-		}
-		for _, d := range cellOrder() {
-			dd := &s.Dimensions[d]
-			if dd.IsVar() {
-				comps = append(comps, comp{dim: d})
-				continue
-			}
-			c := dims[d]
-			addWords(func(i int) uint64 { return orderWord(dd.Type, dimValue(dd, c, i)) })
-		}
-	}
-	perm := make([]int, n)
-	for i := range perm {
-		perm[i] = i
-	}
-	slices.SortStableFunc(perm, func(a, b int) int {
-		for _, c := range comps {
-			if c.word {
-				w := words[c.dim]
-				if r := cmp.Compare(w[a], w[b]); r != 0 {
-					return r
-				}
-				continue
-			}
-			col := dims[c.dim]
-			if r := bytes.Compare(col.cell(a, 0), col.cell(b, 0)); r != 0 {
-				return r
-			}
-		}
-		return 0
-	})
-	return perm
-}
-
-func sameCoords(s *schema.ArraySchema, cs map[string]*col, a, b int) bool {
-	for d := range s.Dimensions {
-		dd := &s.Dimensions[d]
-		c := cs[dd.Name]
-		if cmpCoord(dd.Type, dd.IsVar(), dimValue(dd, c, a), dimValue(dd, c, b)) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func firstDup(s *schema.ArraySchema, cs map[string]*col, perm []int) int {
-	for i := 1; i < len(perm); i++ {
-		if sameCoords(s, cs, perm[i-1], perm[i]) {
+// firstDup returns the first sorted position holding the coordinates of
+// the cell before it, or -1.
+func firstDup(sc *sortedCells) int {
+	for i := 1; i < len(sc.perm); i++ {
+		if sc.sameAsPrev(i) {
 			return i
 		}
 	}
