@@ -51,12 +51,15 @@ fixtures: $(FIXTURES)/.stamp
 docs: fixtures
 	$(VPY) python_tests/conformance_doc.py $(FIXTURES)/fixtures docs/conformance.md
 
+# pytest drives the daemon that `build` just made (bin/flightd).
+PYENV = TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) TILEFLIGHT_FLIGHTD=$(abspath bin/flightd)
+
 pytest: setup build fixtures
-	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(VPY) -m pytest -q python_tests
+	$(PYENV) $(VPY) -m pytest -q python_tests
 
 test: setup vet build fixtures
 	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -count=1 ./...
-	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(VPY) -m pytest -q python_tests
+	$(PYENV) $(VPY) -m pytest -q python_tests
 
 serve: build
 	./bin/flightd -data $(DATA) -listen $(LISTEN) -demo
