@@ -39,7 +39,6 @@ func (b *batcher) add(t *ltile, pos, n int) {
 		ti = uint32(len(b.tiles))
 		b.tiles = append(b.tiles, t)
 		b.idx[t] = ti
-		t.retain()
 	}
 	if k := len(b.runs) - 1; k >= 0 && b.runs[k].Tile == ti && int(b.runs[k].Start+b.runs[k].Len) == pos {
 		b.runs[k].Len += uint32(n)
@@ -49,10 +48,12 @@ func (b *batcher) add(t *ltile, pos, n int) {
 	b.n += n
 }
 
+// reset forgets the batch. The batcher holds no budget: a tile's budget
+// is returned once its source has moved past it, and the buffers of tiles
+// a batch still references stay valid (they are garbage collected), so a
+// batch never keeps the loader from loading the next tile.
 func (b *batcher) reset() {
-	for _, t := range b.tiles {
-		t.release()
-	}
+	clear(b.tiles)
 	b.tiles = b.tiles[:0]
 	clear(b.idx)
 	b.runs = b.runs[:0]

@@ -169,10 +169,10 @@ func (m *mergeSource) fill(ctx context.Context, b *batcher, max int) error {
 		if m.h.Len() == 0 {
 			return io.EOF
 		}
+		// A tile's buffers outlive its budget release, so the cells kept
+		// here stay readable after their cursors move on.
 		t, i := m.h.cs[0].cell()
-		t.retain()
 		if err := m.step(ctx); err != nil {
-			t.release()
 			return err
 		}
 		if m.r.dedup {
@@ -183,12 +183,9 @@ func (m *mergeSource) fill(ctx context.Context, b *batcher, max int) error {
 					break
 				}
 				if newer(u, j, t, i) {
-					u.retain()
-					t.release()
 					t, i = u, j
 				}
 				if err := m.step(ctx); err != nil {
-					t.release()
 					return err
 				}
 			}
@@ -197,7 +194,6 @@ func (m *mergeSource) fill(ctx context.Context, b *batcher, max int) error {
 			b.add(t, i, 1)
 			max--
 		}
-		t.release()
 	}
 	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
@@ -102,25 +104,61 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		}
 	}()
 	loaded := map[string]*tileio.Tile{}
-	get := func(name string) (*tileio.Tile, error) {
-		if t := loaded[name]; t != nil {
-			return t, nil
-		}
+	var mu sync.Mutex
+	loadOne := func(name string) (*tileio.Tile, error) {
 		t, err := r.loader.Load(ctx, f, name, j.tile)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", r.arr.Dir, err)
 		}
+		mu.Lock()
+		lt.held = append(lt.held, t)
+		mu.Unlock()
 		if t.Cells != j.cells {
-			t.Release()
 			return nil, dataLoss(fmt.Errorf("array %s: fragment %s: field %q: tile %d has %d cells, metadata says %d", r.arr.Dir, f.Name, name, j.tile, t.Cells, j.cells))
 		}
 		if t.Offsets != nil && len(t.Offsets) != 8*(n+1) {
-			t.Release()
 			return nil, dataLoss(fmt.Errorf("array %s: fragment %s: field %q: tile %d: %d offset bytes for %d cells", r.arr.Dir, f.Name, name, j.tile, len(t.Offsets), n))
 		}
-		loaded[name] = t
-		lt.held = append(lt.held, t)
 		return t, nil
+	}
+	// prefetch loads fields in parallel: the tiles of one fragment tile
+	// unfilter concurrently while tiles themselves load one after another
+	// (concurrent tiles could each hold part of the budget and wait for
+	// each other).
+	prefetch := func(names ...string) error {
+		var todo []string
+		for _, nm := range names {
+			if _, ok := loaded[nm]; !ok && !slices.Contains(todo, nm) {
+				todo = append(todo, nm)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		tiles := make([]*tileio.Tile, len(todo))
+		errs := make([]error, len(todo))
+		var wg sync.WaitGroup
+		for k := range todo {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				tiles[k], errs[k] = loadOne(todo[k])
+			}(k)
+		}
+		wg.Wait()
+		for k, nm := range todo {
+			if errs[k] != nil {
+				return errs[k]
+			}
+			loaded[nm] = tiles[k]
+		}
+		return nil
+	}
+	get := func(name string) (*tileio.Tile, error) {
+		if err := prefetch(name); err != nil {
+			return nil, err
+		}
+		return loaded[name], nil
 	}
 
 	needDims := !j.all || r.sorted || r.dedup || r.hilbert
@@ -131,6 +169,29 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		for _, name := range cu.c.fields {
 			needDims = needDims || f.Schema.DimensionIndex(name) >= 0
 		}
+	}
+	needTS := fs.hasTS && (fs.partialTime || r.dedup)
+	for _, cu := range fs.conds {
+		needTS = needTS || cu.timestamped
+	}
+	var first []string
+	if needDims {
+		for _, di := range r.dims {
+			first = append(first, di.name)
+		}
+	}
+	if needTS {
+		first = append(first, tileio.FieldTimestamps)
+	}
+	if fs.hasDelMeta {
+		first = append(first, tileio.FieldDeleteTimestamp)
+	}
+	if j.all && len(fs.conds) == 0 {
+		// Every cell is in: load the output columns along.
+		first = append(first, r.attrCols(f)...)
+	}
+	if err := prefetch(first...); err != nil {
+		return nil, err
 	}
 	if needDims {
 		lt.dims = make([]*tileio.Tile, len(r.dims))
@@ -162,10 +223,6 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		}
 	}
 
-	needTS := fs.hasTS && (fs.partialTime || r.dedup)
-	for _, cu := range fs.conds {
-		needTS = needTS || cu.timestamped
-	}
 	if needTS {
 		t, err := get(tileio.FieldTimestamps)
 		if err != nil {
@@ -208,6 +265,17 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		}
 	}
 	if len(fs.conds) > 0 {
+		var names []string
+		for _, cu := range fs.conds {
+			for _, name := range cu.c.fields {
+				if f.Schema.AttributeIndex(name) >= 0 {
+					names = append(names, name)
+				}
+			}
+		}
+		if err := prefetch(names...); err != nil {
+			return nil, err
+		}
 		fields := map[string]*condField{}
 		for _, cu := range fs.conds {
 			for _, name := range cu.c.fields {
@@ -287,6 +355,9 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 	}
 	lt.del = del
 
+	if err := prefetch(r.attrCols(f)...); err != nil {
+		return nil, err
+	}
 	lt.cols = make([]arrowconv.Tile, len(r.fields))
 	for c, fd := range r.fields {
 		if d := r.colDim[c]; d >= 0 {
@@ -319,6 +390,17 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		}
 	}
 	return lt, nil
+}
+
+// attrCols lists the output attributes the fragment stores.
+func (r *Reader) attrCols(f *array.Fragment) []string {
+	var out []string
+	for c, fd := range r.fields {
+		if r.colDim[c] < 0 && tileio.HasField(f, fd.Name) {
+			out = append(out, fd.Name)
+		}
+	}
+	return out
 }
 
 func ones(n int) []uint8 {
@@ -392,7 +474,7 @@ func (r *Reader) fillTile(c, n int) (arrowconv.Tile, error) {
 }
 
 // prefetcher loads the tiles of a job list in order, up to depth ahead of
-// the consumer, in parallel.
+// the consumer, in the background (each tile's fields in parallel).
 type prefetcher struct {
 	r      *Reader
 	jobs   []*tileJob
@@ -429,12 +511,8 @@ func (p *prefetcher) dispatch() {
 		case <-p.ctx.Done():
 			return
 		}
-		p.wg.Add(1)
-		go func(i int, j *tileJob) {
-			defer p.wg.Done()
-			lt, err := p.r.load(p.ctx, j)
-			p.res[i] <- loadResult{lt, err}
-		}(i, j)
+		lt, err := p.r.load(p.ctx, j)
+		p.res[i] <- loadResult{lt, err}
 	}
 }
 
