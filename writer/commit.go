@@ -2,41 +2,62 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tileflight/tileflight/format/commits"
+	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/storage"
 )
 
-// writeFragments writes every fragment (data files and metadata), then
-// makes them visible with one object: the fragment's .wrt commit file
-// when there is one fragment, a consolidated commits file listing all of
-// them otherwise. Nothing is visible until that last Put succeeds.
-func writeFragments(ctx context.Context, st storage.Store, dir string, frags []*fragment, opt Options) (*Result, error) {
-	if len(frags) == 0 {
-		return &Result{}, nil
+// written is a fragment stored but not yet committed.
+type written struct {
+	name names.Name
+	meta *fragmeta.Metadata
+	fr   *fragment // the geometry (tiles, MBRs); its tile source is dropped
+}
+
+// logicalWrite is what the one-shot and the streaming writers share: the
+// fragments of one logical write, all stamped ts, made visible together
+// by one commit object written last, or deleted together.
+type logicalWrite struct {
+	st   storage.Store
+	dir  string
+	ts   uint64
+	conc int
+	done []written
+}
+
+func (lw *logicalWrite) add(ctx context.Context, fr *fragment) (*written, error) {
+	n := names.New(lw.ts, lw.ts, FormatVersion)
+	m, err := fr.write(ctx, lw.st, lw.dir, n, lw.conc)
+	if err != nil {
+		// Whatever part of it reached the store goes too.
+		lw.done = append(lw.done, written{name: n})
+		return nil, err
 	}
-	ts := opt.timestamp()
+	fr.tile = nil
+	lw.done = append(lw.done, written{name: n, meta: m, fr: fr})
+	return &lw.done[len(lw.done)-1], nil
+}
+
+// commit makes every fragment visible with one object: the fragment's .wrt
+// commit file when there is one fragment, a consolidated commits file
+// listing all of them otherwise.
+func (lw *logicalWrite) commit(ctx context.Context) (*Result, error) {
 	res := &Result{}
-	var ns []names.Name
-	for _, fr := range frags {
-		n := names.New(ts, ts, FormatVersion)
-		if err := fr.write(ctx, st, dir, n, opt.Concurrency); err != nil {
-			return nil, err
-		}
-		ns = append(ns, n)
-		res.Fragments = append(res.Fragments, n.String())
+	if len(lw.done) == 0 {
+		return res, nil
 	}
 	var key string
 	var body []byte
-	if len(ns) == 1 {
-		k, _ := names.CommitKey(ns[0])
-		key = k
+	if len(lw.done) == 1 {
+		key, _ = names.CommitKey(lw.done[0].name)
 	} else {
 		var es []commits.ConEntry
-		for _, n := range ns {
-			k, _ := names.CommitKey(n)
+		for _, w := range lw.done {
+			k, _ := names.CommitKey(w.name)
 			es = append(es, commits.ConEntry{Path: k})
 		}
 		b, err := commits.EncodeCon(es)
@@ -44,14 +65,49 @@ func writeFragments(ctx context.Context, st storage.Store, dir string, frags []*
 			return nil, err
 		}
 		body = b
-		key = names.CommitsDir + "/" + names.New(ts, ts, FormatVersion).WithExt(names.ExtCon).String()
+		key = names.CommitsDir + "/" + names.New(lw.ts, lw.ts, FormatVersion).WithExt(names.ExtCon).String()
 	}
 	if body == nil {
 		body = []byte{}
 	}
-	if err := st.Put(ctx, storage.Join(dir, key), body); err != nil {
+	if err := lw.st.Put(ctx, storage.Join(lw.dir, key), body); err != nil {
 		return nil, fmt.Errorf("commit %s: %w", key, err)
 	}
+	for _, w := range lw.done {
+		res.Fragments = append(res.Fragments, w.name.String())
+	}
 	res.Commit = key
+	lw.done = nil
 	return res, nil
+}
+
+// abort deletes the uncommitted fragments, even when ctx is already
+// cancelled (a client going away is the usual reason to abort). What it
+// cannot delete stays invisible: no commit names it.
+func (lw *logicalWrite) abort(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	for _, w := range lw.done {
+		key := storage.Join(lw.dir, names.FragmentKey(w.name))
+		if err := lw.st.DeletePrefix(ctx, key); err != nil {
+			errs = append(errs, fmt.Errorf("removing uncommitted fragment %s: %w", w.name, err))
+		}
+	}
+	lw.done = nil
+	return errors.Join(errs...)
+}
+
+// writeFragments writes and commits the fragments of a one-shot write;
+// on failure it removes what it wrote.
+func writeFragments(ctx context.Context, st storage.Store, dir string, frags []*fragment, opt Options) (*Result, error) {
+	lw := &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency}
+	for _, fr := range frags {
+		if _, err := lw.add(ctx, fr); err != nil {
+			lw.abort(ctx)
+			return nil, err
+		}
+	}
+	// A failed commit Put may still have landed (a lost reply): the
+	// fragments stay, invisible leftovers if it did not.
+	return lw.commit(ctx)
 }

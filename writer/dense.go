@@ -74,24 +74,7 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 			piece[name] = sliceCol(c, s, name, start, start+cnt)
 		}
 		start += cnt
-		sts := pg.spaceTiles(layout)
-		per := int(pg.perTil)
-		fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true, ntiles: len(sts)}
-		fr.cellNum = make([]uint64, len(sts))
-		for t := range fr.cellNum {
-			fr.cellNum[t] = uint64(per)
-		}
-		fr.tile = func(t, fi int, sc *scratch) statTile {
-			f := fields[fi]
-			tl := denseTile(f, piece[f.name], &sts[t], per, sc)
-			tl.slabs = sts[t].slabs
-			return tl
-		}
-		fr.ned = make(fragmeta.MBR, len(s.Dimensions))
-		for d := range s.Dimensions {
-			fr.ned[d] = fragmeta.Range{Start: putValue(s.Dimensions[d].Type, sub[d][0]), End: putValue(s.Dimensions[d].Type, sub[d][1])}
-		}
-		frags = append(frags, fr)
+		frags = append(frags, denseFragment(s, layoutF, fields, pg, sub, layout, piece))
 	}
 	res, err := writeFragments(ctx, st, dir, frags, opt)
 	if err != nil {
@@ -99,6 +82,29 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 	}
 	res.Rows = int64(n)
 	return res, nil
+}
+
+// denseFragment describes the fragment of the dense subarray sub (grid
+// pg) whose cells are the columns piece in the input layout.
+func denseFragment(s *schema.ArraySchema, layoutF fragmeta.Layout, fields []*field, pg *grid, sub [][2]int64, layout schema.Layout, piece map[string]*col) *fragment {
+	sts := pg.spaceTiles(layout)
+	per := int(pg.perTil)
+	fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true, ntiles: len(sts)}
+	fr.cellNum = make([]uint64, len(sts))
+	for t := range fr.cellNum {
+		fr.cellNum[t] = uint64(per)
+	}
+	fr.tile = func(t, fi int, sc *scratch) statTile {
+		f := fields[fi]
+		tl := denseTile(f, piece[f.name], &sts[t], per, sc)
+		tl.slabs = sts[t].slabs
+		return tl
+	}
+	fr.ned = make(fragmeta.MBR, len(s.Dimensions))
+	for d := range s.Dimensions {
+		fr.ned[d] = fragmeta.Range{Start: putValue(s.Dimensions[d].Type, sub[d][0]), End: putValue(s.Dimensions[d].Type, sub[d][1])}
+	}
+	return fr
 }
 
 func sliceCol(c *col, s *schema.ArraySchema, name string, a, b int) *col {

@@ -211,10 +211,10 @@ func (fr *fragment) filterOne(f *field, t *statTile) (tileOut, error) {
 
 // write stores the fragment's data files and metadata under
 // dir/__fragments/<name>; it does not commit.
-func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n names.Name, conc int) error {
+func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n names.Name, conc int) (*fragmeta.Metadata, error) {
 	outs, err := fr.build(ctx, conc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	num := fr.layout.FieldNum(FormatVersion, false, false)
 	ntiles := fr.ntiles
@@ -282,16 +282,16 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 		ft.FileVarSizes[mi] = uint64(len(vdata))
 		ft.FileValiditySizes[mi] = uint64(len(valid))
 		if err := st.Put(ctx, storage.Join(fragKey, f.fixedFile), fixed); err != nil {
-			return fmt.Errorf("fragment %s: %w", n, err)
+			return nil, fmt.Errorf("fragment %s: %w", n, err)
 		}
 		if f.isVar {
 			if err := st.Put(ctx, storage.Join(fragKey, f.varFile), vdata); err != nil {
-				return fmt.Errorf("fragment %s: %w", n, err)
+				return nil, fmt.Errorf("fragment %s: %w", n, err)
 			}
 		}
 		if f.nullable {
 			if err := st.Put(ctx, storage.Join(fragKey, f.validFile), valid); err != nil {
-				return fmt.Errorf("fragment %s: %w", n, err)
+				return nil, fmt.Errorf("fragment %s: %w", n, err)
 			}
 		}
 		if fr.dense && f.dim {
@@ -303,7 +303,7 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	if !fr.dense {
 		rt, err := fragmeta.BuildRTree(fr.mbrs, fragmeta.DefaultFanout, &fr.layout)
 		if err != nil {
-			return fmt.Errorf("fragment %s: %w", n, err)
+			return nil, fmt.Errorf("fragment %s: %w", n, err)
 		}
 		m.RTree = *rt
 	} else {
@@ -311,12 +311,12 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	}
 	b, _, err := fragmeta.Encode(m, nil)
 	if err != nil {
-		return fmt.Errorf("fragment %s: %w", n, err)
+		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
 	if err := st.Put(ctx, storage.Join(fragKey, names.FragmentMetadataFile), b); err != nil {
-		return fmt.Errorf("fragment %s: %w", n, err)
+		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
-	return nil
+	return m, nil
 }
 
 func zeroLists(num, n int) [][]uint64 {
