@@ -278,4 +278,3 @@ func (h *streamHeap) Pop() any {
 	h.items = h.items[:len(h.items)-1]
 	return x
 }
-

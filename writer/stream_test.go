@@ -340,4 +340,3 @@ func TestStreamFailEveryStep(t *testing.T) {
 		})
 	}
 }
-
