@@ -19,6 +19,9 @@ type sub struct {
 	n int
 }
 
+// maxChunkCells bounds the cells of one chunk.
+const maxChunkCells = 1 << 28
+
 // region is the part of a chunk inside one space tile.
 type region struct {
 	tile   []uint64
@@ -37,12 +40,13 @@ type chunkLayout struct {
 func (d *dense) layoutOf(c *chunk) chunkLayout {
 	nd := d.g.nd
 	l := chunkLayout{cnt: make([]int, nd), rs: make([]int, nd), ord: make([]int, nd)}
-	n := 1
+	n := uint64(1)
 	for i, ps := range c.dims {
-		l.cnt[i] = int(count(ps))
-		n *= l.cnt[i]
+		k := count(ps)
+		l.cnt[i] = int(min(k, 1<<40))
+		n = min(n*k, 1<<62)
 	}
-	c.n = n
+	c.n = int(n)
 	s := 1
 	for k := 0; k < nd; k++ {
 		i := k
@@ -194,6 +198,13 @@ func (d *dense) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, sr
 // build loads the chunk's tiles and assembles its columns.
 func (d *dense) build(ctx context.Context, c *chunk) error {
 	l := d.layoutOf(c)
+	// A chunk is at least one coordinate of the slowest dimension (or one
+	// space tile): when that alone is absurdly large, refuse rather than
+	// allocate it.
+	if c.n > maxChunkCells {
+		return errkind.Errorf(errkind.ResourceExhausted, "array %s: %d cells in one row of the subarray (or one space tile); at most %d: narrow the subarray or use another layout",
+			d.p.Array.Dir, c.n, maxChunkCells)
+	}
 	c.cols = make([]colData, len(d.fields))
 	for i, f := range d.fields {
 		if f.Role == arrowconv.Dimension {

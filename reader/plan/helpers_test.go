@@ -2,6 +2,8 @@ package plan
 
 import (
 	"encoding/json"
+
+	"github.com/tileflight/tileflight/array"
 	"strconv"
 
 	"github.com/tileflight/tileflight/format/datatype"
@@ -10,3 +12,5 @@ import (
 func schemaFloat64() datatype.Datatype { return datatype.Float64 }
 
 func jsonNum(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) }
+
+type arrayRef struct{ a *array.Array }

@@ -17,7 +17,7 @@ import (
 
 // openCase opens a TileDB-written case of the golden subset or of
 // reader/testdata/dense.
-func openCase(t *testing.T, name string) *array.Array {
+func openCase(t testing.TB, name string) *array.Array {
 	t.Helper()
 	dir := filepath.Join(fixtures.GoldenDir(t), name)
 	if strings.HasPrefix(name, "rd_") {
@@ -34,7 +34,7 @@ func openCase(t *testing.T, name string) *array.Array {
 	return a
 }
 
-func resolve(t *testing.T, a *array.Array, js string) (*Plan, error) {
+func resolve(t testing.TB, a *array.Array, js string) (*Plan, error) {
 	t.Helper()
 	q, err := query.Parse([]byte(js))
 	if err != nil {
