@@ -4,6 +4,13 @@
 //
 //	tfwrite create ARRAY SCHEMA.json
 //	tfwrite write ARRAY INPUT.arrow [-subarray JSON] [-layout col-major] [-timestamp MS] [-max-bytes N] [-repeat N]
+//	             [-stream] [-fail-at K [-late]]
+//
+// -stream feeds the input's record batches one at a time to a streaming
+// writer (the input may then hold several batches); -fail-at K makes the
+// K-th (0-based) mutating store operation fail (-late: fail after it took
+// effect), so tests can check what TileDB sees after a failed write.
+//
 //	tfwrite drop ARRAY
 //	tfwrite meta ARRAY JSON-OBJECT
 //	tfwrite dump ARRAY
@@ -17,11 +24,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/storage/errorfs"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -122,6 +131,9 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 	ts := fs.Uint64("timestamp", 0, "fragment timestamp (ms)")
 	maxBytes := fs.Int64("max-bytes", 0, "split into fragments above this input size")
 	repeat := fs.Int("repeat", 1, "write the input this many times (crash test)")
+	stream := fs.Bool("stream", false, "write batch by batch through a streaming writer")
+	failAt := fs.Int64("fail-at", -1, "fail the K-th mutating store operation")
+	late := fs.Bool("late", false, "with -fail-at: the failed operation still takes effect")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -139,6 +151,35 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 		return fmt.Errorf("%s: %w", input, err)
 	}
 	defer rd.Close()
+	if *failAt >= 0 {
+		var inj errorfs.Injector = errorfs.FailNth(*failAt, errorfs.Mutating)
+		if *late {
+			inj = errorfs.Late(inj)
+		}
+		st = errorfs.Wrap(st, inj)
+	}
+	var subarray [][2]int64
+	l := schema.RowMajor
+	if s.IsDense() {
+		if err := json.Unmarshal([]byte(*sub), &subarray); err != nil {
+			return fmt.Errorf("-subarray: %w", err)
+		}
+		if l, err = schema.ParseLayout(*layout); err != nil {
+			return err
+		}
+	}
+	opt := writer.Options{Timestamp: *ts, MaxFragmentBytes: *maxBytes}
+	if *stream {
+		for i := 0; i < *repeat; i++ {
+			res, err := streamWrite(ctx, st, dir, s, rd, subarray, l, opt)
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(res)
+			fmt.Println(string(b))
+		}
+		return nil
+	}
 	if rd.NumRecords() != 1 {
 		return fmt.Errorf("%s: want exactly one record batch, got %d", input, rd.NumRecords())
 	}
@@ -150,18 +191,9 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 	if err != nil {
 		return err
 	}
-	opt := writer.Options{Timestamp: *ts, MaxFragmentBytes: *maxBytes}
 	for i := 0; i < *repeat; i++ {
 		var res *writer.Result
 		if s.IsDense() {
-			var subarray [][2]int64
-			if err := json.Unmarshal([]byte(*sub), &subarray); err != nil {
-				return fmt.Errorf("-subarray: %w", err)
-			}
-			l, err := schema.ParseLayout(*layout)
-			if err != nil {
-				return err
-			}
 			res, err = writer.WriteDense(ctx, st, dir, s, subarray, l, cols, opt)
 			if err != nil {
 				return err
@@ -176,4 +208,34 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 		fmt.Println(string(b))
 	}
 	return nil
+}
+
+// streamWrite writes every batch of rd through a streaming writer.
+func streamWrite(ctx context.Context, st storage.Store, dir string, s *schema.ArraySchema, rd *ipc.FileReader, subarray [][2]int64, l schema.Layout, opt writer.Options) (*writer.Result, error) {
+	type streamer interface {
+		Append(arrow.RecordBatch) error
+		Commit() (*writer.Result, error)
+		Abort() error
+	}
+	var w streamer
+	var err error
+	if s.IsDense() {
+		w, err = writer.NewDenseWriter(ctx, st, dir, s, subarray, l, opt)
+	} else {
+		w, err = writer.NewSparseWriter(ctx, st, dir, s, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+	for i := 0; i < rd.NumRecords(); i++ {
+		rec, err := rd.RecordBatch(i)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Append(rec); err != nil {
+			return nil, err
+		}
+	}
+	return w.Commit()
 }
