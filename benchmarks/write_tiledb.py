@@ -10,6 +10,7 @@ is built first); cpu is the process CPU time spent in it (TileDB threads
 included)."""
 
 import os
+import shutil
 import sys
 import time
 
@@ -45,6 +46,7 @@ def sparse(work):
                              attrs=[tiledb.Attr("v", dtype=np.float64, filters=z),
                                     tiledb.Attr("s", dtype="ascii", var=True, filters=z)])
     p = os.path.join(work, "sparse")
+    shutil.rmtree(p, ignore_errors=True)
     tiledb.Array.create(p, sch)
 
     def w():
@@ -62,6 +64,7 @@ def dense(work):
                         tiledb.Dim("c", domain=(0, cols - 1), tile=256, dtype=np.int32))
     sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[tiledb.Attr("v", dtype=np.float64, filters=z)])
     p = os.path.join(work, "dense")
+    shutil.rmtree(p, ignore_errors=True)
     tiledb.Array.create(p, sch)
 
     def w():
