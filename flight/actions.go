@@ -351,6 +351,9 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
+	if err := s.refuseEncrypted(ctx, name, "put_metadata"); err != nil {
+		return nil, err
+	}
 	if b.Metadata == nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "metadata": an object of key -> value`, name)
 	}

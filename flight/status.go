@@ -8,12 +8,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
+	"github.com/tileflight/tileflight/filters/codecs"
 	"github.com/tileflight/tileflight/format/wire"
 )
 
 // toStatus maps an error from any layer to a gRPC status. Errors that
 // already are statuses pass through; errors of a kind (package errkind)
-// get that kind's code; corrupt or truncated on-disk data is DataLoss;
+// get that kind's code; a failed decryption is FailedPrecondition (see
+// codeOf), a filter we cannot run Unimplemented; corrupt or truncated on-disk data is DataLoss;
 // anything unclassified is Internal, because it is a bug to fix.
 func toStatus(err error) error {
 	if err == nil {
@@ -31,6 +34,20 @@ func codeOf(err error) codes.Code {
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
+	}
+	// Filter failures carry sentinels of their own packages. They are
+	// looked at before the kind because deeper layers wrap whatever they
+	// cannot classify as DataLoss, which would hide them.
+	switch {
+	case errors.Is(err, codecs.ErrDecrypt):
+		// AES-GCM cannot tell a wrong key from altered bytes, and the key
+		// is the daemon's (-encryption-key), not the client's: the call
+		// cannot succeed until the operator acts.
+		return codes.FailedPrecondition
+	case errors.Is(err, codecs.ErrUnimplemented):
+		return codes.Unimplemented
+	case errors.Is(err, filters.ErrChecksum), errors.Is(err, codecs.ErrChecksum):
+		return codes.DataLoss
 	}
 	switch errkind.Of(err) {
 	case errkind.InvalidArgument:

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
+	"github.com/tileflight/tileflight/filters/codecs"
 	"github.com/tileflight/tileflight/format/wire"
 )
 
@@ -27,6 +29,13 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("stream: %w", context.Canceled), codes.Canceled},
 		{status.Error(codes.ResourceExhausted, "busy"), codes.ResourceExhausted},
 		{errors.New("nil map"), codes.Internal},
+		// Filter sentinels win over the DataLoss that readers wrap around
+		// what they cannot classify.
+		{errkind.Wrap(errkind.DataLoss, fmt.Errorf("tile 2: aes_256_gcm: %w", codecs.ErrDecrypt)), codes.FailedPrecondition},
+		{fmt.Errorf("schema: %w", codecs.ErrDecrypt), codes.FailedPrecondition},
+		{errkind.Wrap(errkind.DataLoss, fmt.Errorf("attribute \"a\": webp: %w", codecs.ErrUnimplemented)), codes.Unimplemented},
+		{fmt.Errorf("tile 0: %w", filters.ErrChecksum), codes.DataLoss},
+		{fmt.Errorf("tile 0: %w", codecs.ErrChecksum), codes.DataLoss},
 	}
 	for _, c := range cases {
 		st, _ := status.FromError(toStatus(c.err))

@@ -2,7 +2,6 @@ package flight
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,9 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/format/names"
+	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
@@ -33,8 +35,12 @@ type putResult struct {
 }
 
 // DoPut writes the stream's rows into the descriptor's array as one atomic
-// write: nothing is written until the whole stream has arrived and been
-// checked, and the writer commits all fragments together.
+// write. The stream's schema is checked against the array before any row is
+// read; rows then go to a streaming writer that cuts a fragment each time
+// its buffer reaches the fragment size, so a DoPut holds about one fragment
+// in memory however long the stream. The fragments stay invisible until the
+// one commit object that names them all is written at the end; any failure
+// (a bad value in a late batch, a limit, the client hanging up) deletes them.
 func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	if err := requireWrite(ctx, "DoPut"); err != nil {
@@ -54,6 +60,13 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 		return toStatus(err)
 	}
 	return stream.Send(&aflight.PutResult{AppMetadata: meta})
+}
+
+// putWriter is what DoPut needs of writer.SparseWriter and writer.DenseWriter.
+type putWriter interface {
+	Append(rec arrow.RecordBatch) error
+	Commit() (*writer.Result, error)
+	Abort() error
 }
 
 func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutServer) (*putResult, error) {
@@ -78,9 +91,11 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, err
 	}
+	if err := s.refuseEncrypted(ctx, q.Array, "DoPut"); err != nil {
+		return nil, err
+	}
 	sch := a.Schema
-	fields, err := checkPutSchema(q.Array, sch, rdr.Schema())
-	if err != nil {
+	if _, err := checkPutSchema(q.Array, sch, rdr.Schema()); err != nil {
 		return nil, err
 	}
 	var dense *denseTarget
@@ -91,11 +106,32 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	} else if len(q.Subarray) > 0 || q.Layout != query.LayoutDefault {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to sparse array %q: cells carry their coordinates; drop \"subarray\" and \"layout\" from the descriptor", q.Array)
 	}
-
-	cols := make(map[string]*writer.Column, len(fields))
-	for _, f := range fields {
-		cols[f] = &writer.Column{}
+	if err := checkWritable(q.Array, sch); err != nil {
+		return nil, err
 	}
+
+	opt := writer.Options{MaxFragmentBytes: s.cfg.MaxFragmentBytes}
+	if q.Timestamp != nil {
+		opt.Timestamp = q.Timestamp.End
+	}
+	// The writer works under a context that the client hanging up does not
+	// cancel: its Abort must still be able to delete the fragments written
+	// so far. The hang-up itself is seen by the next read of the stream.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var w putWriter
+	if dense != nil {
+		w, err = newDenseWriter(wctx, s.cfg.Store, q.Array, sch, dense, opt)
+	} else {
+		w, err = writer.NewSparseWriter(wctx, s.cfg.Store, q.Array, sch, opt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
+	}
+	// Abort is a no-op after a successful Commit, and after a failed one
+	// it keeps what the commit object may already name.
+	defer w.Abort()
+
 	var rows, bytes int64
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
@@ -103,51 +139,34 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 		if bytes > s.cfg.MaxPutBytes {
 			return nil, errkind.Errorf(errkind.ResourceExhausted, "DoPut to %q: more than %d bytes in one write (the -max-put-bytes limit); split it into several DoPuts", q.Array, s.cfg.MaxPutBytes)
 		}
-		got, err := writer.FromArrow(sch, rec)
-		if err != nil {
-			return nil, fmt.Errorf("DoPut to %q: rows %d..%d: %w", q.Array, rows, rows+rec.NumRows()-1, err)
+		n := rec.NumRows()
+		if dense != nil && rows+n > dense.cells {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has more (%d rows so far)", q.Array, dense.describe(sch), dense.cells, rows+n)
 		}
-		for name, c := range got {
-			appendColumn(cols[name], c)
+		if err := w.Append(rec); err != nil {
+			return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
 		}
-		rows += rec.NumRows()
+		rows += n
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("DoPut to %q: the client went away: %w", q.Array, ctx.Err())
+			return nil, fmt.Errorf("DoPut to %q: the client went away after %d rows; nothing was written: %w", q.Array, rows, ctx.Err())
 		}
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: reading the stream after %d rows: %v", q.Array, rows, err)
 	}
 	ci.AddRows(rows)
 	ci.AddBytes(bytes)
-
-	opt := writer.Options{MaxFragmentBytes: s.cfg.MaxFragmentBytes}
-	if q.Timestamp != nil {
-		opt.Timestamp = q.Timestamp.End
+	if dense != nil && rows != dense.cells {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has %d rows", q.Array, dense.describe(sch), dense.cells, rows)
 	}
-	wcols := make(map[string]writer.Column, len(cols))
-	for k, c := range cols {
-		wcols[k] = *c
+	if rows == 0 {
+		return &putResult{Fragments: []string{}}, nil
 	}
-	var res *writer.Result
-	if dense != nil {
-		if rows != dense.cells {
-			return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has %d rows", q.Array, dense.describe(sch), dense.cells, rows)
-		}
-		if rows == 0 {
-			return &putResult{Fragments: []string{}}, nil
-		}
-		res, err = writeDense(ctx, s.cfg.Store, q.Array, sch, dense, wcols, opt)
-	} else {
-		if rows == 0 {
-			return &putResult{Fragments: []string{}}, nil
-		}
-		res, err = writer.WriteSparse(ctx, s.cfg.Store, q.Array, sch, wcols, opt)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("DoPut to %q: the client went away before the commit; nothing was written: %w", q.Array, ctx.Err())
 	}
+	res, err := w.Commit()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("DoPut to %q: the client went away before the commit; nothing was written: %w", q.Array, ctx.Err())
-		}
 		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
 	}
 	frags := res.Fragments
@@ -224,25 +243,6 @@ func checkColumnType(af arrowconv.Field, dt arrow.DataType) (err error) {
 	defer empty.Release()
 	_, _, _, err = arrowconv.ToTileDB(af, empty)
 	return err
-}
-
-// appendColumn appends c to acc, copying (the Arrow buffers c may alias
-// belong to a record that is released on the next batch) and rebasing
-// var-sized offsets.
-func appendColumn(acc *writer.Column, c writer.Column) {
-	if c.Offsets != nil {
-		base := uint64(len(acc.Data))
-		if acc.Offsets == nil {
-			acc.Offsets = make([]byte, 0, len(c.Offsets))
-		}
-		for i := 0; i+8 <= len(c.Offsets); i += 8 {
-			acc.Offsets = binary.LittleEndian.AppendUint64(acc.Offsets, binary.LittleEndian.Uint64(c.Offsets[i:])+base)
-		}
-	}
-	acc.Data = append(acc.Data, c.Data...)
-	if c.Validity != nil {
-		acc.Validity = append(acc.Validity, c.Validity...)
-	}
 }
 
 // denseTarget is where a dense DoPut goes: one inclusive range per
@@ -373,8 +373,8 @@ func fmtInt(t datatype.Datatype, v int64) string {
 	return fmt.Sprint(v)
 }
 
-// writeDense hands a dense write to the writer.
-func writeDense(ctx context.Context, st storage.Store, name string, s *schema.ArraySchema, d *denseTarget, cols map[string]writer.Column, opt writer.Options) (*writer.Result, error) {
+// newDenseWriter starts the streaming writer of a dense DoPut.
+func newDenseWriter(ctx context.Context, st storage.Store, name string, s *schema.ArraySchema, d *denseTarget, opt writer.Options) (*writer.DenseWriter, error) {
 	sub := make([][2]int64, len(d.Lo))
 	for i := range d.Lo {
 		sub[i] = [2]int64{d.Lo[i], d.Hi[i]}
@@ -383,5 +383,57 @@ func writeDense(ctx context.Context, st storage.Store, name string, s *schema.Ar
 	if d.ColMajor {
 		layout = schema.ColMajor
 	}
-	return writer.WriteDense(ctx, st, name, s, sub, layout, cols, opt)
+	return writer.NewDenseWriter(ctx, st, name, s, sub, layout, opt)
+}
+
+// checkWritable refuses, before any row is read, arrays whose filters we
+// can decode but not encode: without it the refusal would come only when
+// the first fragment is cut, after a fragment's worth of stream.
+func checkWritable(name string, s *schema.ArraySchema) error {
+	check := func(role, field string, p pipeline.Pipeline) error {
+		if p.Has(pipeline.WebP) {
+			return errkind.Errorf(errkind.Unimplemented, "DoPut to %q: %s %q has a webp filter: WebP tiles are read but cannot be written (no pure-Go WebP encoder)", name, role, field)
+		}
+		return nil
+	}
+	for _, at := range s.Attributes {
+		if err := check("attribute", at.Name, at.Filters); err != nil {
+			return err
+		}
+	}
+	if !s.IsDense() {
+		for _, d := range s.Dimensions {
+			if err := check("dimension", d.Name, d.Filters); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// refuseEncrypted refuses writes to encrypted arrays: the writer does not
+// encrypt, and an unencrypted fragment or metadata file in an encrypted
+// array is one TileDB refuses to open. An array is encrypted when its
+// schema file (a generic tile) says so in its header; a schema that cannot
+// be read is left for the write itself to report.
+func (s *Service) refuseEncrypted(ctx context.Context, name, what string) error {
+	files, err := s.cfg.Store.List(ctx, name+"/"+names.SchemaDir)
+	if err != nil {
+		return nil
+	}
+	key := name + "/" + names.LegacySchemaFile
+	for _, e := range files {
+		if !e.IsDir {
+			key = name + "/" + names.SchemaDir + "/" + e.Name
+			break
+		}
+	}
+	b, err := s.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return nil
+	}
+	if h, err := gentile.DecodeHeader(b); err == nil && h.EncryptionType != 0 {
+		return errkind.Errorf(errkind.Unimplemented, "%s to %q: the array is encrypted, and writing encrypted arrays is not supported", what, name)
+	}
+	return nil
 }

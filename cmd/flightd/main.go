@@ -55,6 +55,9 @@ type serveConfig struct {
 	workers         int
 	maxQueries      int
 	maxPutBytes     int64
+	maxFragBytes    int64
+	keyFile         string
+	key             string
 	tokensFile      string
 	tokens          string
 	shutdownTimeout time.Duration
@@ -77,7 +80,10 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Int64Var(&c.memoryBudget, "memory-budget", 512<<20, "decoded bytes one query may hold at once")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
-	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send (a write is held in memory until it commits)")
+	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send in all")
+	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 256<<20, "a DoPut cuts a fragment each time this many input bytes are buffered; its fragments commit together (a DoPut holds about 3x this in memory)")
+	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
+	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
@@ -110,6 +116,23 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
+	}
+	if c.maxFragBytes <= 0 {
+		return nil, fmt.Errorf("-max-fragment-bytes %d: want > 0", c.maxFragBytes)
+	}
+	if c.keyFile != "" && c.key != "" {
+		return nil, errors.New("give -encryption-key or -encryption-key-file, not both")
+	}
+	if c.keyFile != "" {
+		b, err := os.ReadFile(c.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-encryption-key-file: %v", err)
+		}
+		// A trailing newline is an editor's, not the key's.
+		c.key = strings.TrimRight(string(b), "\r\n")
+	}
+	if c.key != "" && len(c.key) != 32 {
+		return nil, fmt.Errorf("encryption key: %d bytes, AES-256-GCM keys are 32", len(c.key))
 	}
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("-log-format %q: want json or console", c.logFormat)
@@ -168,10 +191,15 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if err != nil {
 		return err
 	}
-	svc := flight.NewService(flight.Config{
+	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, Workers: c.workers,
-		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, Tokens: tokens,
-	})
+		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes,
+		Tokens: tokens,
+	}
+	if c.key != "" {
+		cfg.EncryptionKey = []byte(c.key)
+	}
+	svc := flight.NewService(cfg)
 
 	unaryLog, streamLog := flight.AccessLog(log)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)

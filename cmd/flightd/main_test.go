@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,24 @@ func TestFlagsWithEnvironmentFallback(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 	for _, bad := range [][]string{{"-log-format", "xml"}, {"-tls-cert", "c.pem"}, {"stray"}} {
+		if _, err := parseServeFlags(bad, &bytes.Buffer{}, getenv); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	keyFile := t.TempDir() + "/key"
+	if err := os.WriteFile(keyFile, []byte("0123456789abcdeF0123456789abcdeF\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = parseServeFlags([]string{"-encryption-key-file", keyFile, "-max-fragment-bytes", "4096"}, &bytes.Buffer{}, getenv)
+	if err != nil || c.key != "0123456789abcdeF0123456789abcdeF" || c.maxFragBytes != 4096 {
+		t.Fatalf("key file: %+v %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"-encryption-key", "short"},
+		{"-encryption-key", "0123456789abcdeF0123456789abcdeF", "-encryption-key-file", keyFile},
+		{"-encryption-key-file", keyFile + ".missing"},
+		{"-max-fragment-bytes", "0"},
+	} {
 		if _, err := parseServeFlags(bad, &bytes.Buffer{}, getenv); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
