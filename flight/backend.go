@@ -6,7 +6,6 @@ package flight
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -28,11 +27,15 @@ func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, 
 	if err := s.checkArray(ctx, q.Array); err != nil {
 		return nil, err
 	}
+	key, err := s.keyFor(ctx, q.Array)
+	if err != nil {
+		return nil, err
+	}
 	r, err := reader.Open(ctx, s.cfg.Store, q, reader.Options{
-		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: s.cfg.EncryptionKey,
+		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: key,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("array %q: %w", q.Array, storageErr(err))
+		return nil, s.openErr(ctx, q.Array, err)
 	}
 	return readerStream{r}, nil
 }
@@ -46,9 +49,13 @@ func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arr
 	if err := s.checkArray(ctx, q.Array); err != nil {
 		return nil, nil, err
 	}
-	a, err := reader.OpenArray(ctx, s.cfg.Store, q, s.cfg.EncryptionKey)
+	key, err := s.keyFor(ctx, q.Array)
 	if err != nil {
-		return nil, nil, fmt.Errorf("array %q: %w", q.Array, storageErr(err))
+		return nil, nil, err
+	}
+	a, err := reader.OpenArray(ctx, s.cfg.Store, q, key)
+	if err != nil {
+		return nil, nil, s.openErr(ctx, q.Array, err)
 	}
 	p, err := plan.Resolve(a, q)
 	if err != nil {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters/codecs"
+	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
 )
@@ -110,13 +113,17 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
-	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey}
+	key, err := s.keyFor(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	opt := array.Options{EncryptionKey: key}
 	if ts != nil {
 		opt.Start, opt.End = ts.Start, ts.End
 	}
 	a, err := array.Open(ctx, s.cfg.Store, name, opt)
 	if err != nil {
-		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
+		return nil, s.openErr(ctx, name, err)
 	}
 	return a, nil
 }
@@ -135,4 +142,52 @@ func storageErr(err error) error {
 		return errkind.Wrap(errkind.NotFound, err)
 	}
 	return err
+}
+
+// isEncrypted says whether the array's schema file (a generic tile) is
+// encrypted, from its header; TileDB encrypts all of an array's files or
+// none. A schema that cannot be read counts as not encrypted and is left
+// for the open that follows to report.
+func (s *Service) isEncrypted(ctx context.Context, name string) bool {
+	files, err := s.cfg.Store.List(ctx, name+"/"+names.SchemaDir)
+	if err != nil {
+		return false
+	}
+	key := name + "/" + names.LegacySchemaFile
+	for _, e := range files {
+		if !e.IsDir {
+			key = name + "/" + names.SchemaDir + "/" + e.Name
+			break
+		}
+	}
+	b, err := s.cfg.Store.Get(ctx, key) // schema files are small
+	if err != nil {
+		return false
+	}
+	h, err := gentile.DecodeHeader(b)
+	return err == nil && h.EncryptionType != 0
+}
+
+// keyFor is the key to open the array with: the daemon's key for an
+// encrypted array, none for the others (the reader given a key expects
+// encrypted tiles). Without a key nothing need be looked at.
+func (s *Service) keyFor(ctx context.Context, name string) ([]byte, error) {
+	if len(s.cfg.EncryptionKey) == 0 || !s.isEncrypted(ctx, name) {
+		return nil, nil
+	}
+	return s.cfg.EncryptionKey, nil
+}
+
+// openErr wraps an error opening the array. An encrypted array that a
+// daemon without a key cannot open is FailedPrecondition: the client did
+// nothing wrong and only the operator can change it; so is a key that
+// fails to decrypt (codeOf).
+func (s *Service) openErr(ctx context.Context, name string, err error) error {
+	if len(s.cfg.EncryptionKey) == 0 && errkind.Of(err) == errkind.InvalidArgument && s.isEncrypted(ctx, name) {
+		return errkind.Errorf(errkind.FailedPrecondition, "array %q is encrypted, and this flightd has no key to open it (-encryption-key-file): %s", name, err.Error())
+	}
+	if errors.Is(err, codecs.ErrDecrypt) {
+		return fmt.Errorf("array %q is encrypted, and this flightd's key does not open it (or the file was altered): %w", name, err)
+	}
+	return fmt.Errorf("array %q: %w", name, storageErr(err))
 }

@@ -19,8 +19,6 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/gentile"
-	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
@@ -413,26 +411,9 @@ func checkWritable(name string, s *schema.ArraySchema) error {
 
 // refuseEncrypted refuses writes to encrypted arrays: the writer does not
 // encrypt, and an unencrypted fragment or metadata file in an encrypted
-// array is one TileDB refuses to open. An array is encrypted when its
-// schema file (a generic tile) says so in its header; a schema that cannot
-// be read is left for the write itself to report.
+// array is one TileDB refuses to open.
 func (s *Service) refuseEncrypted(ctx context.Context, name, what string) error {
-	files, err := s.cfg.Store.List(ctx, name+"/"+names.SchemaDir)
-	if err != nil {
-		return nil
-	}
-	key := name + "/" + names.LegacySchemaFile
-	for _, e := range files {
-		if !e.IsDir {
-			key = name + "/" + names.SchemaDir + "/" + e.Name
-			break
-		}
-	}
-	b, err := s.cfg.Store.Get(ctx, key)
-	if err != nil {
-		return nil
-	}
-	if h, err := gentile.DecodeHeader(b); err == nil && h.EncryptionType != 0 {
+	if s.isEncrypted(ctx, name) {
 		return errkind.Errorf(errkind.Unimplemented, "%s to %q: the array is encrypted, and writing encrypted arrays is not supported", what, name)
 	}
 	return nil

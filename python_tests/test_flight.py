@@ -643,3 +643,254 @@ def test_readme_quick_start_runs_as_written(flightd_bin, tmp_path):
             assert len(A[:]["x"]) == 5000 + ns["new"].num_rows
     finally:
         d.stop()
+
+
+# ---------------------------------------------------------------- streamed DoPut: several fragments, one commit
+
+FRAG_BYTES = 200_000  # -max-fragment-bytes of the daemon below: 12,500 rows of (int64, float64)
+
+
+@pytest.fixture(scope="module")
+def small_frags(flightd_bin, tmp_path_factory):
+    d = Daemon(flightd_bin, tmp_path_factory.mktemp("small-frags"), args=["-max-fragment-bytes", str(FRAG_BYTES)])
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def frag_dir_entries(data, name):
+    """What is on disk under the array's __fragments, committed or not."""
+    p = os.path.join(data, name, "__fragments")
+    return sorted(os.listdir(p)) if os.path.isdir(p) else []
+
+
+def wait_for(pred, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+def create_kv(client, name):
+    action(client, "create_array", {"array": name, "type": "sparse", "capacity": 1000,
+                                    "dimensions": [{"name": "k", "type": "int64", "domain": [0, 1 << 40], "tile": 1000}],
+                                    "attributes": [{"name": "v", "type": "float64"}]})
+
+
+def test_doput_larger_than_a_fragment_becomes_visible_at_once(small_frags):
+    d = small_frags
+    c = d.client()
+    name = "big/sparse"
+    create_kv(c, name)
+    n, chunk = 100_000, 5_000  # 1.6 MB
+    ks = np.random.default_rng(7).permutation(n).astype(np.int64)
+    tbl = pa.table({"k": ks, "v": ks * 0.5})
+    uri = os.path.join(d.data, name)
+    seen = []
+    stop = threading.Event()
+
+    def reader():  # a concurrent Flight reader counts what it sees
+        rc = d.client()
+        while not stop.is_set():
+            seen.append(read(rc, array=name, columns=["k"]).num_rows)
+        rc.close()
+
+    t = threading.Thread(target=reader)
+    t.start()
+    w, r = c.do_put(fl.FlightDescriptor.for_path(name), tbl.schema)
+    batches = tbl.to_batches(max_chunksize=chunk)
+    half = len(batches) // 2
+    for b in batches[:half]:
+        w.write_batch(b)
+    # Fragments are on disk before the stream ends, but nobody sees them.
+    assert wait_for(lambda: len(frag_dir_entries(d.data, name)) >= 2), frag_dir_entries(d.data, name)
+    with tiledb.open(uri) as A:
+        assert len(A[:]["k"]) == 0
+    assert read(c, array=name).num_rows == 0
+    for b in batches[half:]:
+        w.write_batch(b)
+    w.done_writing()
+    res = json.loads(r.read().to_pybytes())
+    w.close()
+    stop.set()
+    t.join()
+    assert res["rows"] == n
+    # A fragment is cut once the buffered batches reach FRAG_BYTES: three
+    # batches of 80 kB each, so seven fragments.
+    per_frag = -(-FRAG_BYTES // (chunk * 16)) * chunk
+    assert len(res["fragments"]) == -(-n // per_frag), res
+    assert set(seen) <= {0, n}, sorted(set(seen))
+    assert 0 in seen
+    # TileDB reads every cell, from as many fragments as the reply names.
+    info = tiledb.array_fragments(uri)
+    assert sorted(os.path.basename(u) for u in info.uri) == sorted(res["fragments"])
+    assert frag_dir_entries(d.data, name) == sorted(res["fragments"])
+    with tiledb.open(uri) as A:
+        got = A[:]
+    order = np.argsort(got["k"])
+    assert got["k"][order].tolist() == list(range(n))
+    assert np.array_equal(got["v"][order], np.arange(n) * 0.5)
+    flight_rows = sort_table(read(c, array=name), ["k"])
+    assert flight_rows.column("v").to_numpy().tolist() == (np.arange(n) * 0.5).tolist()
+    c.close()
+
+
+def test_dense_doput_larger_than_a_fragment(small_frags):
+    d = small_frags
+    c = d.client()
+    name = "big/dense"
+    action(c, "create_array", {"array": name, "type": "dense",
+                               "dimensions": [{"name": "r", "type": "int32", "domain": [0, 399], "tile": 20},
+                                              {"name": "c", "type": "int32", "domain": [0, 99], "tile": 50}],
+                               "attributes": [{"name": "v", "type": "float64"}]})
+    vals = np.arange(400 * 100, dtype=np.float64).reshape(400, 100)  # 320 kB
+    res = put(c, cmd(array=name, subarray={"r": [[0, 399]], "c": [[0, 99]]}), pa.table({"v": vals.ravel()}), chunk=3000)
+    assert res["rows"] == vals.size and len(res["fragments"]) >= 2, res
+    with tiledb.open(os.path.join(d.data, name)) as A:
+        assert np.array_equal(A[:]["v"], vals)
+    assert len(tiledb.array_fragments(os.path.join(d.data, name))) == len(res["fragments"])
+    c.close()
+
+
+def test_doput_failure_in_a_late_batch_leaves_nothing(small_frags):
+    d = small_frags
+    c = d.client()
+    name = "big/late_failure"
+    create_kv(c, name)
+    n = 60_000  # several fragments are written before the bad batch arrives
+    ks = np.arange(n, dtype=np.int64)
+    ks[-1] = 1 << 41  # outside the domain, in the last batch
+    tbl = pa.table({"k": ks, "v": np.ones(n)})
+    msg = expect_code("INVALID_ARGUMENT", put, c, name, tbl, chunk=5000)
+    assert name in msg and "domain" in msg, msg
+    # Nothing visible, and the fragments written before the failure are gone.
+    assert fragment_count(d, name) == 0
+    assert wait_for(lambda: frag_dir_entries(d.data, name) == [])
+    assert [f for f in os.listdir(os.path.join(d.data, name, "__commits"))] == []
+    # A value that does not cast exactly, late in a dense stream, likewise.
+    dn = "big/late_failure_dense"
+    action(c, "create_array", {"array": dn, "type": "dense",
+                               "dimensions": [{"name": "i", "type": "int64", "domain": [0, 99999], "tile": 1000}],
+                               "attributes": [{"name": "v", "type": "int32"}]})
+    v = np.arange(100_000, dtype=np.int64)
+    v[-1] = 1 << 40
+    expect_code("INVALID_ARGUMENT", put, c, cmd(array=dn, subarray={"i": [[0, 99999]]}), pa.table({"v": v}), chunk=4000)
+    assert fragment_count(d, dn) == 0
+    assert wait_for(lambda: frag_dir_entries(d.data, dn) == [])
+    assert d.alive()
+    c.close()
+
+
+def test_client_hangs_up_after_several_fragments(small_frags):
+    d = small_frags
+    c = d.client()
+    name = "big/hangup"
+    create_kv(c, name)
+    script = f"""
+import os, time, numpy as np, pyarrow as pa, pyarrow.flight as fl
+c = fl.connect({d.url!r})
+tbl = pa.table({{"k": pa.array(np.arange(100000, dtype=np.int64)), "v": pa.array(np.ones(100000))}})
+w, r = c.do_put(fl.FlightDescriptor.for_path({name!r}), tbl.schema)
+for b in tbl.to_batches(max_chunksize=5000)[:12]:
+    w.write_batch(b)
+while len(os.listdir(os.path.join({d.data!r}, {name!r}, "__fragments"))) < 3:
+    time.sleep(0.02)
+os._exit(3)
+"""
+    import subprocess
+    import sys
+    assert subprocess.run([sys.executable, "-c", script], timeout=60).returncode == 3
+    assert wait_for(lambda: frag_dir_entries(d.data, name) == []), frag_dir_entries(d.data, name)
+    assert fragment_count(d, name) == 0
+    assert d.alive()
+    small = pa.table({"k": np.arange(5, dtype=np.int64), "v": np.ones(5)})
+    assert put(c, name, small)["rows"] == 5
+    c.close()
+
+
+# ---------------------------------------------------------------- error kinds end to end
+
+KEY = "0123456789abcdeF0123456789abcdeF"
+
+
+def make_error_kind_arrays(data):
+    """TileDB-written arrays that each fail in one way: an md5-checksummed
+    attribute with a flipped byte on disk, a WebP-filtered attribute, an
+    encrypted array; plus a healthy one."""
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 99), tile=50, dtype=np.int32))
+    for name in ("md5", "healthy"):
+        uri = os.path.join(data, name)
+        tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
+            tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ChecksumMD5Filter()])]))
+        with tiledb.open(uri, "w") as A:
+            A[:] = np.arange(100, dtype=np.int32)
+    frag = tiledb.array_fragments(os.path.join(data, "md5")).uri[0]
+    path = os.path.join(frag.replace("file://", ""), "a0.tdb")
+    b = bytearray(open(path, "rb").read())
+    b[-3] ^= 0xFF  # in the values of the second (last) tile
+    open(path, "wb").write(bytes(b))
+    with pytest.raises(tiledb.TileDBError, match="(?i)checksum"):
+        with tiledb.open(os.path.join(data, "md5")) as A:
+            A[:]
+    wdom = tiledb.Domain(tiledb.Dim("y", domain=(0, 15), tile=16, dtype=np.uint32),
+                         tiledb.Dim("x", domain=(0, 47), tile=48, dtype=np.uint32))
+    tiledb.Array.create(os.path.join(data, "webp"), tiledb.ArraySchema(domain=wdom, sparse=False, attrs=[
+        tiledb.Attr("rgb", dtype=np.uint8, filters=[tiledb.WebpFilter(input_format=1, lossless=True)])]))
+    ctx = tiledb.Ctx(tiledb.Config({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY}))
+    uri = os.path.join(data, "enc")
+    edom = tiledb.Domain(tiledb.Dim("i", domain=(0, 9), tile=5, dtype=np.int32, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=edom, sparse=False, ctx=ctx,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32, ctx=ctx)]), ctx=ctx)
+    with tiledb.open(uri, "w", ctx=ctx) as A:
+        A[:] = np.arange(10, dtype=np.int32)
+
+
+def test_error_kinds_end_to_end(flightd_bin, tmp_path):
+    data = tmp_path / "data"
+    os.makedirs(data)
+    make_error_kind_arrays(str(data))
+    keyfile = tmp_path / "key"
+    keyfile.write_text(KEY + "\n")
+    enc_put = lambda c: put(c, cmd(array="enc", subarray={"i": [[0, 9]]}),  # noqa: E731
+                            pa.table({"a": pa.array(np.arange(10, dtype=np.int32))}))
+    webp_put = lambda c: put(c, cmd(array="webp", subarray={"y": [[0, 15]], "x": [[0, 47]]}),  # noqa: E731
+                             pa.table({"rgb": pa.array(np.zeros(16 * 48, dtype=np.uint8))}))
+    # (daemon args, what DoGet of "enc" gives, what DoPut into "enc" gives)
+    for args, enc_read, enc_write in [
+        (["-encryption-key-file", str(keyfile)], None, "UNIMPLEMENTED"),
+        (["-encryption-key", "X" + KEY[1:]], "FAILED_PRECONDITION", "FAILED_PRECONDITION"),
+        ([], "FAILED_PRECONDITION", "FAILED_PRECONDITION"),
+    ]:
+        d = Daemon(flightd_bin, data, args=args)
+        try:
+            c = d.client()
+            # A flipped byte under an md5 checksum: DataLoss naming the
+            # fragment, the attribute and the tile.
+            msg = expect_code("DATA_LOSS", read, c, array="md5")
+            frag = os.path.basename(tiledb.array_fragments(os.path.join(data, "md5")).uri[0])
+            assert frag in msg and '"a"' in msg and "tile 1" in msg and "checksum" in msg, msg
+            # WebP tiles cannot be encoded: Unimplemented naming the filter,
+            # before anything is written.
+            msg = expect_code("UNIMPLEMENTED", webp_put, c)
+            assert "webp" in msg and '"rgb"' in msg, msg
+            assert fragment_count(d, "webp") == 0
+            # The daemon's key, wrong or missing, is the operator's matter.
+            if enc_read is None:
+                assert read(c, array="enc").column("a").to_pylist() == list(range(10))
+            else:
+                msg = expect_code(enc_read, read, c, array="enc")
+                assert "enc" in msg and ("key" in msg or "decrypt" in msg), msg
+            msg = expect_code(enc_write, enc_put, c)
+            assert "enc" in msg and "encrypt" in msg, msg
+            # A key set for the encrypted array does not disturb the others,
+            # and the daemon keeps serving after each failure.
+            assert read(c, array="healthy").column("a").to_pylist() == list(range(100))
+            assert d.alive()
+            c.close()
+        finally:
+            d.stop()
+    ctx = tiledb.Ctx(tiledb.Config({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY}))
+    assert len(tiledb.array_fragments(os.path.join(data, "enc"), ctx=ctx)) == 1
