@@ -26,12 +26,13 @@ type logicalWrite struct {
 	dir  string
 	ts   uint64
 	conc int
+	key  []byte // the array's encryption key, if any
 	done []written
 }
 
 func (lw *logicalWrite) add(ctx context.Context, fr *fragment) (*written, error) {
 	n := names.New(lw.ts, lw.ts, FormatVersion)
-	m, err := fr.write(ctx, lw.st, lw.dir, n, lw.conc)
+	m, err := fr.write(ctx, lw.st, lw.dir, n, lw.conc, genericFilterer(lw.key))
 	if err != nil {
 		// Whatever part of it reached the store goes too.
 		lw.done = append(lw.done, written{name: n})
@@ -100,7 +101,7 @@ func (lw *logicalWrite) abort(ctx context.Context) error {
 // writeFragments writes and commits the fragments of a one-shot write;
 // on failure it removes what it wrote.
 func writeFragments(ctx context.Context, st storage.Store, dir string, frags []*fragment, opt Options) (*Result, error) {
-	lw := &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency}
+	lw := &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey}
 	for _, fr := range frags {
 		if _, err := lw.add(ctx, fr); err != nil {
 			lw.abort(ctx)

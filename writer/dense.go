@@ -23,6 +23,9 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 	if !s.IsDense() {
 		return nil, invalidf("array %q is sparse: write it with coordinates", dir)
 	}
+	if err := checkArrayKey(ctx, st, dir, s.Name, opt.EncryptionKey); err != nil {
+		return nil, err
+	}
 	if layout != schema.RowMajor && layout != schema.ColMajor {
 		return nil, invalidf("dense write layout %s: want row-major or col-major", layout)
 	}
@@ -37,7 +40,7 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 	if uint64(n) != g.cells {
 		return nil, invalidf("dense write: %d rows for a subarray of %d cells", n, g.cells)
 	}
-	fields, err := newFields(s, false)
+	fields, err := newFields(s, false, opt.EncryptionKey)
 	if err != nil {
 		return nil, invalidf("array %q: %v", dir, err)
 	}

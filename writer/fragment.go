@@ -11,6 +11,7 @@ import (
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/fragmeta"
+	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
@@ -38,7 +39,7 @@ type field struct {
 	validFile              string
 }
 
-func newFields(s *schema.ArraySchema, withDims bool) ([]*field, error) {
+func newFields(s *schema.ArraySchema, withDims bool, key []byte) ([]*field, error) {
 	var out []*field
 	mk := func(name string, dim bool, si, mi int, t datatype.Datatype, cvn uint32, nullable bool, p pipeline.Pipeline) (*field, error) {
 		f := &field{name: name, dim: dim, schemaIdx: si, metaIdx: mi, typ: t, cvn: cvn, isVar: cvn == schema.VarNum, nullable: nullable}
@@ -49,16 +50,16 @@ func newFields(s *schema.ArraySchema, withDims bool) ([]*field, error) {
 		f.hasMinMax = hasMinMax(t, dim, f.isVar, cvn)
 		f.hasSum = hasSum(t, f.isVar, cvn)
 		var err error
-		if f.pipe, err = filters.New(p, t, cvn, FormatVersion, filters.Options{Concurrency: 1}); err != nil {
+		if f.pipe, err = filters.New(p, t, cvn, FormatVersion, filters.Options{EncryptionKey: key, Concurrency: 1}); err != nil {
 			return nil, fmt.Errorf("%s %q: %w", role(dim), name, err)
 		}
 		if f.isVar {
-			if f.offPipe, err = filters.New(s.OffsetsFilters, datatype.Uint64, 1, FormatVersion, filters.Options{IsOffsets: true, Concurrency: 1}); err != nil {
+			if f.offPipe, err = filters.New(s.OffsetsFilters, datatype.Uint64, 1, FormatVersion, filters.Options{IsOffsets: true, EncryptionKey: key, Concurrency: 1}); err != nil {
 				return nil, fmt.Errorf("%s %q offsets: %w", role(dim), name, err)
 			}
 		}
 		if nullable {
-			if f.valPipe, err = filters.New(s.ValidityFilters, datatype.Uint8, 1, FormatVersion, filters.Options{Concurrency: 1}); err != nil {
+			if f.valPipe, err = filters.New(s.ValidityFilters, datatype.Uint8, 1, FormatVersion, filters.Options{EncryptionKey: key, Concurrency: 1}); err != nil {
 				return nil, fmt.Errorf("%s %q validity: %w", role(dim), name, err)
 			}
 		}
@@ -211,7 +212,7 @@ func (fr *fragment) filterOne(f *field, t *statTile) (tileOut, error) {
 
 // write stores the fragment's data files and metadata under
 // dir/__fragments/<name>; it does not commit.
-func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n names.Name, conc int) (*fragmeta.Metadata, error) {
+func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n names.Name, conc int, gen gentile.Filterer) (*fragmeta.Metadata, error) {
 	outs, err := fr.build(ctx, conc)
 	if err != nil {
 		return nil, err
@@ -309,7 +310,7 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	} else {
 		m.RTree = fragmeta.RTree{Fanout: fragmeta.DefaultFanout}
 	}
-	b, _, err := fragmeta.Encode(m, nil)
+	b, _, err := fragmeta.Encode(m, gen)
 	if err != nil {
 		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}

@@ -29,6 +29,9 @@ func WriteSparse(ctx context.Context, st storage.Store, dir string, s *schema.Ar
 	if s.IsDense() {
 		return nil, invalidf("array %q is dense: write it with a subarray", dir)
 	}
+	if err := checkArrayKey(ctx, st, dir, s.Name, opt.EncryptionKey); err != nil {
+		return nil, err
+	}
 	cs, n, err := checkColumns(s, cols, true)
 	if err != nil {
 		return nil, err
@@ -48,7 +51,7 @@ func WriteSparse(ctx context.Context, st storage.Store, dir string, s *schema.Ar
 			return nil, invalidf("duplicate coordinates %s (the array does not allow duplicates)", coordString(s, cs, int(sc.perm[i])))
 		}
 	}
-	fields, err := newFields(s, true)
+	fields, err := newFields(s, true, opt.EncryptionKey)
 	if err != nil {
 		return nil, invalidf("array %q: %v", dir, err)
 	}

@@ -179,13 +179,16 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 	if err := checkSchema(s); err != nil {
 		return nil, err
 	}
-	fields, err := newFields(s, !dense)
+	if err := checkArrayKey(ctx, st, dir, s.Name, opt.EncryptionKey); err != nil {
+		return nil, err
+	}
+	fields, err := newFields(s, !dense, opt.EncryptionKey)
 	if err != nil {
 		return nil, invalidf("array %q: %v", dir, err)
 	}
 	return &stream{
 		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layoutOf(s),
-		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency},
+		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey},
 		buf: buffer{s: s, dims: !dense},
 	}, nil
 }

@@ -49,6 +49,11 @@ type Options struct {
 	MaxFragmentBytes int64
 	// Concurrency bounds the goroutines filtering tiles; 0 = GOMAXPROCS.
 	Concurrency int
+	// EncryptionKey is the array's AES-256-GCM key (32 bytes) when it is
+	// encrypted. It is checked against the array's schema file before
+	// anything is written: a write without the key of an encrypted array,
+	// with a key for a plain one, or with a wrong key, stores nothing.
+	EncryptionKey []byte
 }
 
 // DefaultMaxFragmentBytes is where a large write is split when

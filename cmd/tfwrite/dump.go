@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/tileflight/tileflight/format/fragmeta"
+	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
@@ -15,8 +16,8 @@ import (
 // dumpArray prints, as JSON, the fragment metadata of every fragment
 // directory of the array at dir (committed or not): the tests compare what
 // TileDB wrote with what the writer wrote.
-func dumpArray(ctx context.Context, st storage.Store, dir string, out io.Writer) error {
-	s, err := writer.LoadSchema(ctx, st, dir)
+func dumpArray(ctx context.Context, st storage.Store, dir string, encKey []byte, out io.Writer) error {
+	s, err := writer.LoadSchemaWith(ctx, st, dir, writer.ArrayOptions{EncryptionKey: encKey})
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func dumpArray(ctx context.Context, st storage.Store, dir string, out io.Writer)
 			}
 			return b[off : off+n], nil
 		}
-		fr, err := fragmeta.Open(read, uint64(len(b)), l, n.FormatVersion(), nil)
+		fr, err := fragmeta.Open(read, uint64(len(b)), l, n.FormatVersion(), &fragmeta.Options{Unfilterer: gentile.Codec{EncryptionKey: encKey}})
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}

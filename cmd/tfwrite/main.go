@@ -14,6 +14,10 @@
 //	tfwrite drop ARRAY
 //	tfwrite meta ARRAY JSON-OBJECT
 //	tfwrite dump ARRAY
+//
+// -key KEY, anywhere on the line, is the array's AES-256-GCM key (32
+// bytes, as TileDB's sm.encryption_key): create makes an encrypted array
+// with it, the other commands open one.
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -56,7 +61,34 @@ func openArray(path string) (storage.Store, string, error) {
 	return st, filepath.Base(abs), nil
 }
 
+// takeKey removes "-key KEY" (or -key=KEY, --key) from args.
+func takeKey(args []string) ([]string, []byte, error) {
+	var out []string
+	var key []byte
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-key" || a == "--key":
+			if i+1 == len(args) {
+				return nil, nil, fmt.Errorf("-key needs a value")
+			}
+			key = []byte(args[i+1])
+			i++
+		case strings.HasPrefix(a, "-key=") || strings.HasPrefix(a, "--key="):
+			key = []byte(a[strings.IndexByte(a, '=')+1:])
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, key, nil
+}
+
 func run(args []string) error {
+	args, key, err := takeKey(args)
+	if err != nil {
+		return err
+	}
+	aopt := writer.ArrayOptions{EncryptionKey: key}
 	if len(args) < 2 {
 		return fmt.Errorf("usage: tfwrite create|write|drop|meta|dump ARRAY ...")
 	}
@@ -67,9 +99,9 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "dump":
-		return dumpArray(ctx, st, dir, os.Stdout)
+		return dumpArray(ctx, st, dir, key, os.Stdout)
 	case "drop":
-		return writer.DropArray(ctx, st, dir)
+		return writer.DropArrayWith(ctx, st, dir, aopt)
 	case "create":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: tfwrite create ARRAY SCHEMA.json")
@@ -82,7 +114,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return writer.CreateArray(ctx, st, dir, s)
+		return writer.CreateArrayWith(ctx, st, dir, s, aopt)
 	case "meta":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: tfwrite meta ARRAY JSON")
@@ -105,22 +137,22 @@ func run(args []string) error {
 			vals[k] = v
 		}
 		if len(vals) > 0 {
-			if _, err := writer.PutMetadata(ctx, st, dir, vals, 0); err != nil {
+			if _, err := writer.PutMetadataWith(ctx, st, dir, vals, 0, aopt); err != nil {
 				return err
 			}
 		}
 		if len(del) > 0 {
-			_, err := writer.DeleteMetadata(ctx, st, dir, del, 0)
+			_, err := writer.DeleteMetadataWith(ctx, st, dir, del, 0, aopt)
 			return err
 		}
 		return nil
 	case "write":
-		return write(ctx, st, dir, args[2:])
+		return write(ctx, st, dir, args[2:], key)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func write(ctx context.Context, st storage.Store, dir string, args []string) error {
+func write(ctx context.Context, st storage.Store, dir string, args []string, key []byte) error {
 	if len(args) < 1 {
 		return fmt.Errorf("usage: tfwrite write ARRAY INPUT.arrow [flags]")
 	}
@@ -137,7 +169,7 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	s, err := writer.LoadSchema(ctx, st, dir)
+	s, err := writer.LoadSchemaWith(ctx, st, dir, writer.ArrayOptions{EncryptionKey: key})
 	if err != nil {
 		return err
 	}
@@ -168,7 +200,7 @@ func write(ctx context.Context, st storage.Store, dir string, args []string) err
 			return err
 		}
 	}
-	opt := writer.Options{Timestamp: *ts, MaxFragmentBytes: *maxBytes}
+	opt := writer.Options{Timestamp: *ts, MaxFragmentBytes: *maxBytes, EncryptionKey: key}
 	if *stream {
 		for i := 0; i < *repeat; i++ {
 			res, err := streamWrite(ctx, st, dir, s, rd, subarray, l, opt)
