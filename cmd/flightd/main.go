@@ -81,7 +81,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send in all")
-	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 256<<20, "a DoPut cuts a fragment each time this many input bytes are buffered; its fragments commit together (a DoPut holds about 3x this in memory)")
+	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 128<<20, "a DoPut cuts a fragment each time this many input bytes are buffered; its fragments commit together (a DoPut peaks at about 7x this in memory)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
