@@ -57,6 +57,10 @@ type Array struct {
 	View *commits.View
 	// Start and End are the resolved timestamp range.
 	Start, End uint64
+	// Encrypted reports an AES-256-GCM encrypted array (its schema file's
+	// generic tile says so). Only then do data tiles carry the encryption
+	// filter, so a key must be applied to this array's tiles only.
+	Encrypted bool
 
 	codec gentile.Codec
 }
@@ -177,10 +181,11 @@ func (a *Array) loadSchemas(ctx context.Context, root []storage.Entry) error {
 		if err != nil {
 			return dataLoss(fmt.Errorf("schema %s: %w", f, err))
 		}
-		_, payload, _, err := gentile.Decode(b, a.codec)
+		h, payload, _, err := gentile.Decode(b, a.codec)
 		if err != nil {
 			return dataLoss(fmt.Errorf("schema %s: %w", f, err))
 		}
+		a.Encrypted = a.Encrypted || h.EncryptionType != 0
 		s, err := schema.Decode(payload)
 		if err != nil {
 			return dataLoss(fmt.Errorf("schema %s: %w", f, err))

@@ -183,7 +183,7 @@ func (s *Service) keyFor(ctx context.Context, name string) ([]byte, error) {
 // nothing wrong and only the operator can change it; so is a key that
 // fails to decrypt (codeOf).
 func (s *Service) openErr(ctx context.Context, name string, err error) error {
-	if len(s.cfg.EncryptionKey) == 0 && errkind.Of(err) == errkind.InvalidArgument && s.isEncrypted(ctx, name) {
+	if errors.Is(err, gentile.ErrKeyRequired) {
 		return errkind.Errorf(errkind.FailedPrecondition, "array %q is encrypted, and this flightd has no key to open it (-encryption-key-file): %s", name, err.Error())
 	}
 	if errors.Is(err, codecs.ErrDecrypt) {

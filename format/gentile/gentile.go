@@ -169,10 +169,15 @@ type Codec struct {
 // generic tile.
 var DefaultUnfilterer = Codec{}
 
+// ErrKeyRequired is wrapped when an encrypted tile is decoded without a
+// key. It is of kind FailedPrecondition: the file is fine, and the fix is
+// the operator's (configure the array's key), not the client's.
+var ErrKeyRequired = errkind.Errorf(errkind.FailedPrecondition, "the array is encrypted (AES-256-GCM) and no key was given")
+
 func (c Codec) pipeline(h *Header) (*filters.Pipeline, error) {
 	if h.EncryptionType != 0 && len(c.EncryptionKey) == 0 {
 		// The file is fine; the caller did not give the key.
-		return nil, errkind.Errorf(errkind.InvalidArgument, "encrypted generic tile (encryption type %d) needs the array's key", h.EncryptionType)
+		return nil, fmt.Errorf("encrypted generic tile (encryption type %d): %w", h.EncryptionType, ErrKeyRequired)
 	}
 	if h.EncryptionType == 0 && h.Filters.Has(pipeline.AES256GCM) {
 		return nil, fmt.Errorf("%w: unencrypted generic tile with an encryption filter", wire.ErrCorrupt)

@@ -90,8 +90,8 @@ func TestEncryptedGenericTile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := Decode(b, nil); !errors.Is(err, errkind.InvalidArgument) {
-		t.Fatalf("decoding an encrypted tile without the key: %v, want an InvalidArgument error", err)
+	if _, _, _, err := Decode(b, nil); !errors.Is(err, errkind.FailedPrecondition) || !errors.Is(err, ErrKeyRequired) {
+		t.Fatalf("decoding an encrypted tile without the key: %v, want ErrKeyRequired (FailedPrecondition)", err)
 	}
 	h, payload, n, err := Decode(b, Codec{EncryptionKey: key})
 	if err != nil {
