@@ -276,3 +276,28 @@ func TestEncryptionKeyRefused(t *testing.T) {
 		t.Fatal("enc still exists after the drop")
 	}
 }
+
+// FuzzOpenGeneric: any bytes as a schema file, with or without a key,
+// give a payload or a classified error, never a panic.
+func FuzzOpenGeneric(f *testing.F) {
+	for _, key := range [][]byte{nil, testKey} {
+		b, err := encodeGeneric([]byte("payload bytes"), FormatVersion, key)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, key != nil)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, withKey bool) {
+		var key []byte
+		if withKey {
+			key = testKey
+		}
+		p, err := openGeneric(b, "fuzz", key)
+		if err != nil && errkind.Of(err) == nil {
+			t.Fatalf("unclassified error: %v", err)
+		}
+		if err == nil && p == nil {
+			t.Fatal("no payload and no error")
+		}
+	})
+}
