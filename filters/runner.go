@@ -83,6 +83,37 @@ func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
 	return dst, parallel(len(chunks), conc, run)
 }
 
+// UnfilterOwned is UnfilterTile for a serialized tile the caller owns
+// and drops afterwards, unfiltering to size bytes. A tile with no filter
+// is not copied into a new buffer: one chunk is returned as a slice of
+// filtered, several are moved over their framing to its start (one move
+// in place, no allocation). Other pipelines unfilter into a new buffer
+// of size bytes, which the caller must have bounded (as for UnfilterTile).
+func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
+	if len(p.stages) != 0 {
+		return p.UnfilterTile(make([]byte, size), filtered)
+	}
+	chunks, err := parseChunks(filtered, size)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range chunks {
+		if len(c.meta) != 0 || len(c.data) != int(c.orig) {
+			return nil, fmt.Errorf("%w: chunk %d of %d: unfiltered chunk of %d bytes (+%d metadata) for %d", wire.ErrCorrupt, i, len(chunks), len(c.data), len(c.meta), c.orig)
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0].data[:size:size], nil
+	}
+	// Every chunk's payload sits after its own framing, so moving the
+	// payloads down in order never overwrites one not yet moved.
+	o := 0
+	for _, c := range chunks {
+		o += copy(filtered[o:], c.data)
+	}
+	return filtered[:size:size], nil
+}
+
 // parallel runs f(0..n-1) on up to conc goroutines and returns the error
 // of the lowest failing index.
 func parallel(n, conc int, f func(int) error) error {

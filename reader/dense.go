@@ -161,6 +161,10 @@ type chunk struct {
 	cols []colData
 	err  error
 	done chan struct{}
+	// need is closed when the consumer waits for the chunk: its tiles are
+	// then loaded without waiting for room in the budget, so the chunk
+	// everything else waits for always completes.
+	need chan struct{}
 }
 
 // colData is one column of a built chunk in NewColumn's conventions.
@@ -179,6 +183,7 @@ type dense struct {
 	opt    Options
 
 	chunkCells uint64
+	window     int // tiles one chunk loads at once
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -231,6 +236,27 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 	for _, f := range fields {
 		d.builders = append(d.builders, arrowconv.NewColumnBuilder(f))
 	}
+	// A chunk loads up to window tiles at once, and the chunk the consumer
+	// waits for loads them even beyond the budget: window tiles are its
+	// working set, which must stay within the loader's limit.
+	tileBytes := int64(0)
+	for _, f := range fields {
+		if f.Role == arrowconv.Dimension || f.IsVar() {
+			continue
+		}
+		b := int64(g.tileSize) * int64(f.CellSize())
+		if f.Nullable {
+			b += int64(g.tileSize)
+		}
+		tileBytes = max(tileBytes, b)
+	}
+	if err := loader.CheckWorkingSet(tileBytes, "one space tile"); err != nil {
+		return nil, err
+	}
+	d.window = max(1, opt.Workers)
+	if tileBytes > 0 {
+		d.window = int(max(1, min(int64(d.window), loader.MaxWorkingSet()/tileBytes)))
+	}
 	d.bg, d.cancel = context.WithCancel(ctx)
 	ahead := opt.Workers + 2
 	d.ordered = make(chan *chunk, ahead)
@@ -245,6 +271,7 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 		}
 		d.generate(func(c *chunk) bool {
 			c.done = make(chan struct{})
+			c.need = make(chan struct{})
 			select {
 			case d.ordered <- c:
 			case <-d.bg.Done():
@@ -323,6 +350,31 @@ func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bo
 		return
 	}
 	rows := max(1, d.chunkCells/per)
+	ext := g.ext[slow]
+	// Consecutive coordinates in one space tile row (a group) share their
+	// tiles: a chunk takes whole groups, so that no tile is loaded by two
+	// chunks, unless a group is well beyond the chunk target; then it is
+	// cut, and its tiles are loaded once per part.
+	var groups [][]piece
+	for _, p := range all[slow] {
+		off, left := p.off, p.n
+		for left > 0 {
+			n := min(left, ext-off%ext)
+			k := len(groups) - 1
+			if k >= 0 {
+				last := groups[k][len(groups[k])-1]
+				if last.off/ext == off/ext && last.off+last.n <= off {
+					groups[k] = append(groups[k], piece{off: off, n: n})
+					off += n
+					left -= n
+					continue
+				}
+			}
+			groups = append(groups, []piece{{off: off, n: n}})
+			off += n
+			left -= n
+		}
+	}
 	var cur []piece
 	curRows := uint64(0)
 	flush := func() bool {
@@ -335,18 +387,27 @@ func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bo
 		cur, curRows = nil, 0
 		return emit(&chunk{dims: dims, rowMaj: rowMaj})
 	}
-	ext := g.ext[slow]
-	for _, p := range all[slow] {
-		off, left := p.off, p.n
-		for left > 0 {
-			// Cut at the tile boundary, and at the chunk's row budget.
-			n := min(left, ext-off%ext, rows-curRows)
-			cur = append(cur, piece{off: off, n: n})
-			curRows += n
-			off += n
-			left -= n
-			if curRows >= rows {
-				if !flush() {
+	for _, grp := range groups {
+		gr := count(grp)
+		if curRows > 0 && curRows+gr > rows {
+			if !flush() {
+				return
+			}
+		}
+		if gr <= 2*rows {
+			cur = append(cur, grp...)
+			curRows += gr
+			continue
+		}
+		for _, p := range grp {
+			off, left := p.off, p.n
+			for left > 0 {
+				n := min(left, rows-curRows)
+				cur = append(cur, piece{off: off, n: n})
+				curRows += n
+				off += n
+				left -= n
+				if curRows >= rows && !flush() {
 					return
 				}
 			}
@@ -502,6 +563,7 @@ func (d *dense) nextChunk(ctx context.Context) (*chunk, error) {
 		}
 		return nil, io.EOF
 	}
+	close(c.need)
 	select {
 	case <-c.done:
 	case <-ctx.Done():

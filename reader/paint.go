@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
@@ -235,8 +236,18 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-func (d *dense) load(ctx context.Context, fr *frag, name string, t []uint64) (*tileio.Tile, error) {
-	tile, err := d.loader.Load(ctx, fr.f, name, fr.tileIndex(t))
+// tileRef names one tile a chunk paints from.
+type tileRef struct {
+	fr   *frag
+	name string
+	t    []uint64
+}
+
+// load loads a tile of chunk c: it waits for room in the budget until the
+// consumer waits for c.
+func (d *dense) load(ctx context.Context, c *chunk, r tileRef) (*tileio.Tile, error) {
+	fr, name, t := r.fr, r.name, r.t
+	tile, err := d.loader.LoadWhen(ctx, fr.f, name, fr.tileIndex(t), c.need)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -244,6 +255,88 @@ func (d *dense) load(ctx context.Context, fr *frag, name string, t []uint64) (*t
 		return nil, fmt.Errorf("array %s: %w", d.p.Array.Dir, err)
 	}
 	return tile, nil
+}
+
+// loadInOrder loads refs, up to d.window at once, and calls use with each
+// tile in the order of refs (painting order matters: newer fragments
+// paint over older ones); each tile is released after use.
+func (d *dense) loadInOrder(ctx context.Context, c *chunk, refs []tileRef, use func(i int, t *tileio.Tile) error) error {
+	if d.window <= 1 || len(refs) <= 1 {
+		for i, r := range refs {
+			t, err := d.load(ctx, c, r)
+			if err != nil {
+				return err
+			}
+			err = use(i, t)
+			t.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	type loaded struct {
+		t   *tileio.Tile
+		err error
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	results := make([]chan loaded, len(refs))
+	for i := range results {
+		results[i] = make(chan loaded, 1)
+	}
+	slots := make(chan struct{}, d.window)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range refs {
+			select {
+			case slots <- struct{}{}:
+			case <-lctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				t, err := d.load(lctx, c, refs[i])
+				results[i] <- loaded{t, err}
+			}(i)
+		}
+	}()
+	next := 0
+	defer func() {
+		cancel()
+		wg.Wait()
+		for i := next; i < len(refs); i++ {
+			select {
+			case x := <-results[i]:
+				if x.t != nil {
+					x.t.Release()
+				}
+			default:
+			}
+		}
+	}()
+	for next < len(refs) {
+		var x loaded
+		select {
+		case x = <-results[next]:
+		case <-lctx.Done():
+			return lctx.Err()
+		}
+		i := next
+		next++
+		<-slots
+		if x.err != nil {
+			return x.err
+		}
+		err := use(i, x.t)
+		x.t.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *dense) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uint64) error {
@@ -259,6 +352,8 @@ func (d *dense) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uin
 
 // wrapTile makes the chunk's attribute columns the tile buffers themselves.
 func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) error {
+	var refs []tileRef
+	var cols []int
 	for i, f := range d.fields {
 		if f.Role == arrowconv.Dimension {
 			continue
@@ -271,13 +366,14 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 			c.cols[i] = col
 			continue
 		}
-		tile, err := d.load(ctx, fr, f.Name, t)
-		if err != nil {
-			return err
-		}
-		// The budget bounds tiles being decoded; a wrapped tile is result
-		// memory from here on, like a copied one.
-		tile.Release()
+		refs = append(refs, tileRef{fr, f.Name, t})
+		cols = append(cols, i)
+	}
+	// The budget bounds tiles being decoded; a wrapped tile is result
+	// memory once loaded, like a copied one, and is released as such.
+	err := d.loadInOrder(ctx, c, refs, func(k int, tile *tileio.Tile) error {
+		i := cols[k]
+		f := d.fields[i]
 		if err := d.checkTile(fr, f, tile, fr.tileIndex(t)); err != nil {
 			return err
 		}
@@ -286,6 +382,10 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 			col.offsets = tile.Offsets[:8*tile.Cells]
 		}
 		c.cols[i] = col
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	c.wrapped = true
 	return nil
@@ -354,44 +454,75 @@ func (d *dense) buildFixed(ctx context.Context, c *chunk, l *chunkLayout, regs [
 			}
 		})
 	}
+	// Painting order within a region: the fill value, then fragments
+	// oldest first. Tiles load ahead, in parallel, and paint in that order.
+	type op struct {
+		r    *region
+		fr   *frag
+		kind int // 0 fill the region, 1 fill the fragment's part, 2 paint its tile
+	}
+	var ops []op
+	var refs []tileRef
 	for ri := range regs {
 		r := &regs[ri]
 		list, fill := d.paintList(r)
 		if fill {
-			paintFill(r, nil, nil)
+			ops = append(ops, op{r, nil, 0})
 		}
 		for _, fr := range list {
 			if !fr.has[f.Name] {
-				paintFill(r, fr.nlo, fr.nhi)
+				ops = append(ops, op{r, fr, 1})
 				continue
 			}
-			tile, err := d.load(ctx, fr, f.Name, r.tile)
-			if err != nil {
-				return err
-			}
-			if err := d.checkTile(fr, f, tile, fr.tileIndex(r.tile)); err != nil {
-				tile.Release()
-				return err
-			}
-			src, sv := tile.Data, tile.Validity
-			d.walk(l, r, fr.nlo, fr.nhi, func(dst, s, stride, n int) {
-				if stride == 1 {
-					copy(out[dst*cs:(dst+n)*cs], src[s*cs:(s+n)*cs])
-					if valid != nil {
-						copy(valid[dst:dst+n], sv[s:s+n])
-					}
-					return
-				}
-				copyStrided(out[dst*cs:(dst+n)*cs], src, s, stride, n, cs)
-				if valid != nil {
-					for k := 0; k < n; k++ {
-						valid[dst+k] = sv[s+k*stride]
-					}
-				}
-			})
-			tile.Release()
+			ops = append(ops, op{r, fr, 2})
+			refs = append(refs, tileRef{fr, f.Name, r.tile})
 		}
 	}
+	next := 0
+	// untilTile runs the ops before the next tile paint and returns it.
+	untilTile := func() *op {
+		for next < len(ops) {
+			o := &ops[next]
+			next++
+			switch o.kind {
+			case 0:
+				paintFill(o.r, nil, nil)
+			case 1:
+				paintFill(o.r, o.fr.nlo, o.fr.nhi)
+			default:
+				return o
+			}
+		}
+		return nil
+	}
+	err := d.loadInOrder(ctx, c, refs, func(_ int, tile *tileio.Tile) error {
+		o := untilTile()
+		r, fr := o.r, o.fr
+		if err := d.checkTile(fr, f, tile, fr.tileIndex(r.tile)); err != nil {
+			return err
+		}
+		src, sv := tile.Data, tile.Validity
+		d.walk(l, r, fr.nlo, fr.nhi, func(dst, s, stride, n int) {
+			if stride == 1 {
+				copy(out[dst*cs:(dst+n)*cs], src[s*cs:(s+n)*cs])
+				if valid != nil {
+					copy(valid[dst:dst+n], sv[s:s+n])
+				}
+				return
+			}
+			copyStrided(out[dst*cs:(dst+n)*cs], src, s, stride, n, cs)
+			if valid != nil {
+				for k := 0; k < n; k++ {
+					valid[dst+k] = sv[s+k*stride]
+				}
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	untilTile()
 	c.cols[ci] = colData{data: out, validity: valid}
 	return nil
 }
@@ -480,13 +611,13 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 		valid = make([]byte, n)
 	}
 	extracts := make([][]byte, len(sources))
+	refs := make([]tileRef, len(sources))
 	for s, src := range sources {
-		tile, err := d.load(ctx, src.fr, f.Name, src.tile)
-		if err != nil {
-			return err
-		}
+		refs[s] = tileRef{src.fr, f.Name, src.tile}
+	}
+	err := d.loadInOrder(ctx, c, refs, func(s int, tile *tileio.Tile) error {
+		src := sources[s]
 		if err := d.checkTile(src.fr, f, tile, src.fr.tileIndex(src.tile)); err != nil {
-			tile.Release()
 			return err
 		}
 		var ex []byte
@@ -494,7 +625,6 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 			cell := int(srcCell[p])
 			a, b := tile.Offset(cell), tile.Offset(cell+1)
 			if a > b || b > uint64(len(tile.Data)) {
-				tile.Release()
 				return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: attribute %q: tile %d: cell %d spans [%d, %d) of %d bytes",
 					d.p.Array.Dir, src.fr.f.Name, f.Name, src.fr.tileIndex(src.tile), cell, a, b, len(tile.Data))
 			}
@@ -504,8 +634,11 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 				valid[p] = tile.Validity[cell]
 			}
 		}
-		tile.Release()
 		extracts[s] = ex
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fillValid := byte(0)
 	if at.FillValid {

@@ -29,9 +29,14 @@ import (
 
 // Options tune a read.
 type Options struct {
-	// MemoryBudget bounds the decoded tile bytes the read holds at once
-	// (default tileio.DefaultMemoryBudget).
+	// MemoryBudget bounds the decoded tile bytes the read holds ahead of
+	// need (default tileio.DefaultMemoryBudget).
 	MemoryBudget int64
+	// MaxWorkingSet bounds the decoded tile bytes the read may need at
+	// once to progress, beyond the budget (default: see
+	// tileio.Options.MaxWorkingSet); a read needing more fails at once
+	// with errkind.ResourceExhausted.
+	MaxWorkingSet int64
 	// Workers is the number of tiles fetched and unfiltered in parallel
 	// (default GOMAXPROCS).
 	Workers int
@@ -122,7 +127,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 	}
 	r.schema = sch
-	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, EncryptionKey: opt.EncryptionKey})
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
 	if s.IsDense() {
 		d, err := newDense(ctx, p, r.fields, sch, loader, opt)
 		if err != nil {

@@ -202,6 +202,11 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 		}
 		r.src = &concatSource{p: newPrefetcher(r, jobs, 2*runtime.GOMAXPROCS(0)+2)}
 	}
+	if err := r.checkWorkingSet(); err != nil {
+		r.src.close()
+		r.cancel()
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -88,8 +88,9 @@ func (t *ltile) timestamp(i int) uint64 {
 }
 
 // load fetches and filters one tile. It returns nil when no cell of the
-// tile is in the result.
-func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
+// tile is in the result. Its field tiles wait for room in the budget
+// until need is closed (tileio.LoadWhen).
+func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt *ltile, err error) {
 	fs := j.frag
 	f := fs.f
 	n := int(j.cells)
@@ -106,7 +107,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 	loaded := map[string]*tileio.Tile{}
 	var mu sync.Mutex
 	loadOne := func(name string) (*tileio.Tile, error) {
-		t, err := r.loader.Load(ctx, f, name, j.tile)
+		t, err := r.loader.LoadWhen(ctx, f, name, j.tile, need)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", r.arr.Dir, err)
 		}
@@ -122,9 +123,9 @@ func (r *Reader) load(ctx context.Context, j *tileJob) (lt *ltile, err error) {
 		return t, nil
 	}
 	// prefetch loads fields in parallel: the tiles of one fragment tile
-	// unfilter concurrently while tiles themselves load one after another
-	// (concurrent tiles could each hold part of the budget and wait for
-	// each other).
+	// unfilter concurrently. Holding some fields while waiting for others
+	// cannot stall the read: the tile the consumer waits for is needed, and
+	// needed loads never wait for the budget.
 	prefetch := func(names ...string) error {
 		var todo []string
 		for _, nm := range names {
@@ -474,11 +475,14 @@ func (r *Reader) fillTile(c, n int) (arrowconv.Tile, error) {
 }
 
 // prefetcher loads the tiles of a job list in order, up to depth ahead of
-// the consumer, in the background (each tile's fields in parallel).
+// the consumer, in the background (each tile's fields in parallel). Tiles
+// ahead of the consumer wait for room in the budget; the one it waits for
+// is needed (its need channel is closed) and is loaded regardless.
 type prefetcher struct {
 	r      *Reader
 	jobs   []*tileJob
 	res    []chan loadResult
+	need   []chan struct{}
 	next   int
 	slots  chan struct{}
 	ctx    context.Context
@@ -493,10 +497,11 @@ type loadResult struct {
 
 func newPrefetcher(r *Reader, jobs []*tileJob, depth int) *prefetcher {
 	ctx, cancel := context.WithCancel(r.bg)
-	p := &prefetcher{r: r, jobs: jobs, res: make([]chan loadResult, len(jobs)),
+	p := &prefetcher{r: r, jobs: jobs, res: make([]chan loadResult, len(jobs)), need: make([]chan struct{}, len(jobs)),
 		slots: make(chan struct{}, max(depth, 1)), ctx: ctx, cancel: cancel}
 	for i := range p.res {
 		p.res[i] = make(chan loadResult, 1)
+		p.need[i] = make(chan struct{})
 	}
 	p.wg.Add(1)
 	go p.dispatch()
@@ -511,7 +516,7 @@ func (p *prefetcher) dispatch() {
 		case <-p.ctx.Done():
 			return
 		}
-		lt, err := p.r.load(p.ctx, j)
+		lt, err := p.r.load(p.ctx, j, p.need[i])
 		p.res[i] <- loadResult{lt, err}
 	}
 }
@@ -519,6 +524,7 @@ func (p *prefetcher) dispatch() {
 // get returns the next tile with selected cells, or nil at the end.
 func (p *prefetcher) get(ctx context.Context) (*ltile, error) {
 	for p.next < len(p.jobs) {
+		close(p.need[p.next])
 		var res loadResult
 		select {
 		case res = <-p.res[p.next]:

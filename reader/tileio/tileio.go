@@ -2,9 +2,17 @@
 // array: it finds a field's data files in a fragment (by format version),
 // reads exactly the byte ranges the fragment metadata gives, runs the
 // field's filter pipeline in reverse, and charges the decoded bytes to a
-// memory budget shared by every tile of a query, so that a query never
-// holds more decoded data than it was allowed. Both the dense and the
+// memory budget shared by every tile of a query. Both the dense and the
 // sparse read paths load tiles through a Loader.
+//
+// The budget never makes a query wait on itself. Loads made ahead of need
+// (prefetch) wait for room in the budget; a load the query cannot progress
+// without (a merge cursor's tile, a tile of the chunk the consumer waits
+// for) is granted at once, even beyond the budget. That overdraft is the
+// query's inherent working set (one tile per fragment being merged, the
+// tiles of one sorted slab), which the read paths measure up front with
+// Charge and refuse with CheckWorkingSet when it exceeds the working-set
+// limit, so memory stays bounded by the budget plus that limit.
 package tileio
 
 import (
@@ -12,8 +20,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -35,6 +41,11 @@ const (
 
 // DefaultMemoryBudget bounds the decoded bytes a query holds at once.
 const DefaultMemoryBudget = 512 << 20
+
+// minWorkingSetLimit is the smallest default working-set limit: tiny
+// budgets (tests, constrained deployments) still read arrays whose merge
+// or slab needs a few tiles at once.
+const minWorkingSetLimit = 1 << 30
 
 // Tile is one unfiltered tile of one field of one fragment. For var-sized
 // fields Offsets holds Cells+1 little-endian uint64 offsets into Data (the
@@ -76,10 +87,14 @@ func (t *Tile) CellData(i int, cellSize int) []byte {
 
 // Options tune a Loader.
 type Options struct {
-	// MemoryBudget bounds the decoded bytes of tiles loaded and not yet
-	// released (default DefaultMemoryBudget). A single tile larger than
-	// the budget is still loaded, alone.
+	// MemoryBudget bounds the decoded bytes of tiles loaded ahead of need
+	// and not yet released (default DefaultMemoryBudget). A single tile
+	// larger than the budget is still loaded, alone.
 	MemoryBudget int64
+	// MaxWorkingSet bounds the decoded bytes a read may need at once to
+	// make progress (default: 4 x MemoryBudget, at least 1 GiB); reads
+	// needing more fail fast with errkind.ResourceExhausted.
+	MaxWorkingSet int64
 	// EncryptionKey decodes encrypted arrays.
 	EncryptionKey []byte
 }
@@ -105,6 +120,9 @@ type pipeKey struct {
 func NewLoader(a *array.Array, opt Options) *Loader {
 	if opt.MemoryBudget <= 0 {
 		opt.MemoryBudget = DefaultMemoryBudget
+	}
+	if opt.MaxWorkingSet <= 0 {
+		opt.MaxWorkingSet = max(minWorkingSetLimit, min(opt.MemoryBudget, 1<<61)*4)
 	}
 	return &Loader{arr: a, opt: opt, budget: newBudget(opt.MemoryBudget), pipelines: map[pipeKey]*filters.Pipeline{}}
 }
@@ -205,12 +223,26 @@ func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filter
 	return p, nil
 }
 
-// Load fetches and unfilters tile t of field name in frag. It blocks until
-// the decoded size fits in the memory budget or ctx ends. The caller must
-// Release the tile.
+// Load fetches and unfilters tile t of field name in frag, as a tile the
+// caller needs now: it is charged to the budget without waiting for room.
+// The caller must Release the tile.
 func (l *Loader) Load(ctx context.Context, frag *array.Fragment, name string, t uint64) (*Tile, error) {
-	tile, err := l.load(ctx, frag, name, t)
+	return l.LoadWhen(ctx, frag, name, t, Now)
+}
+
+// Now is a need signal that has already fired.
+var Now <-chan struct{} = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// LoadWhen is Load for a tile loaded ahead of need: it waits for room in
+// the budget until need is closed (the caller now needs the tile: it is
+// charged at once, overdrawing the budget) or ctx ends. A nil need never
+// fires.
+func (l *Loader) LoadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+	tile, err := l.load(ctx, frag, name, t, need)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if errkind.Of(err) == nil {
 			err = errkind.Wrap(errkind.DataLoss, err)
 		}
@@ -219,11 +251,63 @@ func (l *Loader) Load(ctx context.Context, frag *array.Fragment, name string, t 
 	return tile, nil
 }
 
-func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64) (*Tile, error) {
+// Charge is what loading tile t of field name in frag charges the budget:
+// its decoded bytes, from the fragment metadata.
+func (l *Loader) Charge(frag *array.Fragment, name string, t uint64) (int64, error) {
+	f, err := l.field(frag, name)
+	if err != nil {
+		return 0, fmt.Errorf("fragment %s: field %q: %w", frag.Name, name, err)
+	}
+	_, _, _, charge, err := l.sizes(frag, f, t)
+	if err != nil {
+		if errkind.Of(err) == nil {
+			err = errkind.Wrap(errkind.DataLoss, err)
+		}
+		return 0, fmt.Errorf("fragment %s: field %q: tile %d: %w", frag.Name, name, t, err)
+	}
+	return charge, nil
+}
+
+// MemoryBudget is the loader's budget for tiles loaded ahead of need.
+func (l *Loader) MemoryBudget() int64 { return l.opt.MemoryBudget }
+
+// MaxWorkingSet is the most decoded bytes a read may need at once.
+func (l *Loader) MaxWorkingSet() int64 { return l.opt.MaxWorkingSet }
+
+// CheckWorkingSet refuses a read whose progress needs more than
+// MaxWorkingSet decoded bytes at once; what says what needs them (e.g.
+// "merging 40 fragments"). The error tells the user what to change.
+func (l *Loader) CheckWorkingSet(need int64, what string) error {
+	if need <= l.opt.MaxWorkingSet {
+		return nil
+	}
+	return errkind.Errorf(errkind.ResourceExhausted,
+		"array %s: %s needs %d bytes of decoded tiles at once, more than the %d allowed with a memory budget of %d: raise -memory-budget, narrow the subarray, or consolidate the array's fragments",
+		l.arr.Dir, what, need, l.opt.MaxWorkingSet, l.opt.MemoryBudget)
+}
+
+func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
 	f, err := l.field(frag, name)
 	if err != nil {
 		return nil, err
 	}
+	// The decoded sizes come from the fragment metadata, and are charged
+	// to the budget before anything is read, so that a load waiting for
+	// room holds nothing.
+	cells, fixedSize, varSize, charge, err := l.sizes(frag, f, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.budget.acquire(ctx, charge, need); err != nil {
+		return nil, err
+	}
+	tile := &Tile{charge: charge, loader: l}
+	ok := false
+	defer func() {
+		if !ok {
+			tile.Release()
+		}
+	}()
 	meta := frag.Meta
 	fixed, err := l.readTile(ctx, frag, f.file, meta.TileOffset, meta.PersistedTileSize, f.metaIndex, t)
 	if err != nil {
@@ -242,41 +326,6 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 			return nil, err
 		}
 	}
-	// The decoded sizes come from the fragment metadata, and are charged
-	// to the budget before anything is decoded.
-	cells, err := meta.TileCellNum(t)
-	if err != nil {
-		return nil, err
-	}
-	if cells > 1<<40 {
-		return nil, fmt.Errorf("%w: tile of %d cells", wire.ErrCorrupt, cells)
-	}
-	var fixedSize, varSize uint64
-	if f.isVar() {
-		fixedSize = 8 * (cells + 1)
-		if varSize, err = meta.TileVarSize(f.metaIndex, t); err != nil {
-			return nil, err
-		}
-		if varSize > 1<<40 {
-			return nil, fmt.Errorf("%w: var tile of %d bytes", wire.ErrCorrupt, varSize)
-		}
-	} else {
-		fixedSize = cells * uint64(f.typ.Size()) * uint64(f.cellValNum)
-	}
-	charge := int64(fixedSize + varSize)
-	if f.nullable {
-		charge += int64(cells)
-	}
-	if err := l.budget.acquire(ctx, charge); err != nil {
-		return nil, err
-	}
-	tile := &Tile{charge: charge, loader: l}
-	ok := false
-	defer func() {
-		if !ok {
-			tile.Release()
-		}
-	}()
 	if f.isVar() {
 		dataPipe, err := l.pipeline(frag, f, 0)
 		if err != nil {
@@ -296,7 +345,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		if err != nil {
 			return nil, err
 		}
-		data, err := p.UnfilterTile(make([]byte, fixedSize), fixed)
+		data, err := p.UnfilterOwned(fixed, fixedSize)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +356,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		if err != nil {
 			return nil, err
 		}
-		v, err := p.UnfilterTile(make([]byte, cells), validBytes)
+		v, err := p.UnfilterOwned(validBytes, cells)
 		if err != nil {
 			return nil, fmt.Errorf("validity: %w", err)
 		}
@@ -348,22 +397,144 @@ func (l *Loader) readTile(ctx context.Context, frag *array.Fragment, file string
 	return b, nil
 }
 
-// budget is a byte-weighted semaphore; a request larger than the whole
-// budget waits for the budget to be entirely free and then takes all of it.
+// sizes returns the decoded sizes of tile t of f from the fragment
+// metadata, and the budget charge they add up to.
+func (l *Loader) sizes(frag *array.Fragment, f *fieldInfo, t uint64) (cells, fixedSize, varSize uint64, charge int64, err error) {
+	meta := frag.Meta
+	cells, err = meta.TileCellNum(t)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if cells > 1<<40 {
+		return 0, 0, 0, 0, fmt.Errorf("%w: tile of %d cells", wire.ErrCorrupt, cells)
+	}
+	if f.isVar() {
+		fixedSize = 8 * (cells + 1)
+		if varSize, err = meta.TileVarSize(f.metaIndex, t); err != nil {
+			return 0, 0, 0, 0, err
+		}
+		if varSize > 1<<40 {
+			return 0, 0, 0, 0, fmt.Errorf("%w: var tile of %d bytes", wire.ErrCorrupt, varSize)
+		}
+	} else {
+		per := uint64(f.typ.Size()) * uint64(f.cellValNum)
+		if per != 0 && cells > (1<<44)/per {
+			return 0, 0, 0, 0, fmt.Errorf("%w: tile of %d cells of %d bytes", wire.ErrCorrupt, cells, per)
+		}
+		fixedSize = cells * per
+	}
+	charge = int64(fixedSize + varSize)
+	if f.nullable {
+		charge += int64(cells)
+	}
+	return cells, fixedSize, varSize, charge, nil
+}
+
+// budget counts decoded bytes held. Requests made ahead of need queue in
+// arrival order and are granted while they fit (one larger than the whole
+// budget when nothing else is held); a request whose need fires is
+// granted at once, whatever is held.
 type budget struct {
 	size int64
-	sem  *semaphore.Weighted
+
+	mu      sync.Mutex
+	used    int64
+	waiters []*waiter
 }
 
-func newBudget(size int64) *budget { return &budget{size: size, sem: semaphore.NewWeighted(size)} }
+type waiter struct {
+	n     int64
+	ready chan struct{} // closed when granted
+}
 
-func (b *budget) clamp(n int64) int64 { return max(0, min(n, b.size)) }
+func newBudget(size int64) *budget { return &budget{size: size} }
 
-func (b *budget) acquire(ctx context.Context, n int64) error {
-	if err := b.sem.Acquire(ctx, b.clamp(n)); err != nil {
-		return err
+// fits reports whether n can be granted now to a request ahead of need.
+func (b *budget) fits(n int64) bool {
+	return b.used+n <= b.size || b.used == 0
+}
+
+func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) error {
+	if n < 0 {
+		n = 0
 	}
-	return nil
+	b.mu.Lock()
+	if len(b.waiters) == 0 && b.fits(n) {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-need:
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	default:
+	}
+	w := &waiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-need:
+		if b.dequeue(w) {
+			b.mu.Lock()
+			b.used += n
+			b.mu.Unlock()
+		}
+		return nil
+	case <-ctx.Done():
+		if !b.dequeue(w) {
+			b.release(n) // granted meanwhile
+		}
+		return ctx.Err()
+	}
 }
 
-func (b *budget) release(n int64) { b.sem.Release(b.clamp(n)) }
+// dequeue removes a waiter not yet granted; false means it was granted.
+func (b *budget) dequeue(w *waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, x := range b.waiters {
+		if x == w {
+			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+			b.grantLocked() // a large request at the head may have blocked smaller ones
+			return true
+		}
+	}
+	return false
+}
+
+func (b *budget) release(n int64) {
+	if n < 0 {
+		n = 0
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.grantLocked()
+	b.mu.Unlock()
+}
+
+func (b *budget) grantLocked() {
+	for len(b.waiters) > 0 && b.fits(b.waiters[0].n) {
+		w := b.waiters[0]
+		b.waiters = b.waiters[1:]
+		b.used += w.n
+		close(w.ready)
+	}
+}
+
+// queued is the number of requests waiting (for tests).
+func (b *budget) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
+}
+
+// held is the number of bytes currently charged (for tests).
+func (b *budget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/internal/fixtures"
@@ -73,20 +74,127 @@ func TestLoadEveryTile(t *testing.T) {
 	}
 }
 
-func TestBudgetBlocksAndReleases(t *testing.T) {
-	b := newBudget(100)
+func TestBudget(t *testing.T) {
 	ctx := context.Background()
-	if err := b.acquire(ctx, 60); err != nil {
-		t.Fatal(err)
+	timeout := func(t *testing.T) context.Context {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t.Cleanup(cancel)
+		return c
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := b.acquire(cctx, 60); err == nil {
-		t.Fatal("over-budget acquire did not wait")
-	}
-	b.release(60)
-	if err := b.acquire(ctx, 1000); err != nil { // larger than the budget: takes it all
-		t.Fatal(err)
-	}
-	b.release(1000)
+	t.Run("ahead of need waits for room", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 60, nil); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if err := b.acquire(cctx, 60, nil); err == nil {
+			t.Fatal("over-budget acquire ahead of need did not wait")
+		}
+		if b.held() != 60 {
+			t.Fatalf("a cancelled wait left %d bytes held, want 60", b.held())
+		}
+		done := make(chan error)
+		go func() { done <- b.acquire(timeout(t), 60, nil) }()
+		b.release(60)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		b.release(60)
+	})
+	t.Run("larger than the budget loads alone", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 1000, nil); err != nil {
+			t.Fatal(err)
+		}
+		if b.held() != 1000 {
+			t.Fatalf("held %d", b.held())
+		}
+		b.release(1000)
+	})
+	t.Run("needed now overdraws", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 100, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.acquire(timeout(t), 70, Now); err != nil {
+			t.Fatal(err)
+		}
+		if b.held() != 170 {
+			t.Fatalf("held %d, want 170", b.held())
+		}
+		b.release(100)
+		b.release(70)
+	})
+	t.Run("need fires while waiting", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 100, nil); err != nil {
+			t.Fatal(err)
+		}
+		need := make(chan struct{})
+		done := make(chan error)
+		go func() { done <- b.acquire(timeout(t), 50, need) }()
+		time.Sleep(10 * time.Millisecond)
+		close(need)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if b.held() != 150 {
+			t.Fatalf("held %d, want 150", b.held())
+		}
+	})
+	t.Run("first come first served", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 90, nil); err != nil {
+			t.Fatal(err)
+		}
+		big := make(chan error)
+		go func() { big <- b.acquire(timeout(t), 80, nil) }()
+		for b.queued() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		// A small request fits but must not overtake the queued one.
+		small := make(chan error)
+		go func() { small <- b.acquire(timeout(t), 5, nil) }()
+		for b.queued() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		b.release(90)
+		if err := <-big; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-small; err != nil {
+			t.Fatal(err)
+		}
+		if b.held() != 85 {
+			t.Fatalf("held %d, want 85", b.held())
+		}
+	})
+	t.Run("a cancelled head lets the rest through", func(t *testing.T) {
+		b := newBudget(100)
+		if err := b.acquire(ctx, 90, nil); err != nil {
+			t.Fatal(err)
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		head := make(chan error)
+		go func() { head <- b.acquire(hctx, 80, nil) }()
+		for b.queued() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		small := make(chan error)
+		go func() { small <- b.acquire(timeout(t), 10, nil) }()
+		for b.queued() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-head; err == nil {
+			t.Fatal("cancelled acquire succeeded")
+		}
+		if err := <-small; err != nil {
+			t.Fatal(err)
+		}
+		if b.held() != 100 {
+			t.Fatalf("held %d, want 100", b.held())
+		}
+	})
 }
