@@ -72,3 +72,30 @@ func BenchmarkDenseIngest256MiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFixedStats summarizes one 64 Ki-cell tile (the dense
+// benchmark's 256x256 space tile) of each numeric kind.
+func BenchmarkFixedStats(b *testing.B) {
+	const n = 256 * 256
+	f64 := make([]byte, 8*n)
+	i32 := make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(f64[8*i:], math.Float64bits(float64(i%1000)*0.5))
+		binary.LittleEndian.PutUint32(i32[4*i:], uint32(i%1000-500))
+	}
+	for _, c := range []struct {
+		name string
+		f    func() tileStats
+		size int
+	}{
+		{"float64", func() tileStats { return fixedStats[float64](&statTile{n: n, data: f64}, statFloat, true, true) }, len(f64)},
+		{"int32", func() tileStats { return fixedStats[int32](&statTile{n: n, data: i32}, statInt, true, true) }, len(i32)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(c.size))
+			for i := 0; i < b.N; i++ {
+				c.f()
+			}
+		})
+	}
+}

@@ -202,6 +202,7 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 	var si int64
 	var su uint64
 	var sf float64
+	seen := 0 // cells summed so far, this range's included
 	for _, r := range t.ranges() {
 		if t.valid != nil && !minmax {
 			// TileDB counts the whole tile's nulls once per slab here.
@@ -229,6 +230,25 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 			}
 		}
 		if !sum {
+			continue
+		}
+		seen += r[1] - r[0]
+		if t.valid == nil && minmax && sumCannotSaturate(kind, seen, float64(mn), float64(mx)) {
+			// The saturation checks below cannot fire: add plainly.
+			switch kind {
+			case statInt, statChar:
+				for _, v := range vals[r[0]:r[1]] {
+					si += int64(v)
+				}
+			case statUint:
+				for _, v := range vals[r[0]:r[1]] {
+					su += uint64(v)
+				}
+			case statFloat:
+				for _, v := range vals[r[0]:r[1]] {
+					sf += float64(v)
+				}
+			}
 			continue
 		}
 		switch kind {
@@ -290,6 +310,24 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 		st.sum = math.Float64bits(sf)
 	}
 	return st
+}
+
+// sumCannotSaturate reports whether n values within [mn, mx] are
+// certainly too small in magnitude for the running sum to reach the
+// limits where TileDB saturates it, with a wide margin for rounding (NaN
+// and infinite bounds never qualify).
+func sumCannotSaturate(kind statKind, n int, mn, mx float64) bool {
+	m := max(math.Abs(mn), math.Abs(mx))
+	bound := float64(n) * m
+	switch kind {
+	case statInt, statChar:
+		return bound < 1<<61
+	case statUint:
+		return bound < 1<<62
+	case statFloat:
+		return bound < math.MaxFloat64/16
+	}
+	return false
 }
 
 // charStats summarizes fixed CHAR / STRING_ASCII cells (any cell_val_num).
