@@ -135,3 +135,35 @@ func FuzzUnfilterOwned(f *testing.F) {
 		}
 	})
 }
+
+// TestUnfilterTileKeepsPastLen: chunks decode with slack into the next
+// chunk's space, never past the end of the caller's dst.
+func TestUnfilterTileKeepsPastLen(t *testing.T) {
+	for _, ft := range []pipeline.FilterType{pipeline.Zstd, pipeline.LZ4, pipeline.Gzip} {
+		p, err := New(one(ft, 1, datatype.Any), datatype.Float64, 1, 22, Options{Concurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := seq(5*MaxChunkSize + 16)
+		filtered, err := p.FilterTile(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(data)+64)
+		for i := range buf {
+			buf[i] = 0xAA
+		}
+		got, err := p.UnfilterTile(buf[:len(data)], filtered)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%s: unfiltered tile differs", ft)
+		}
+		for i, b := range buf[len(data):] {
+			if b != 0xAA {
+				t.Fatalf("%s: byte %d past the end of dst was written", ft, i)
+			}
+		}
+	}
+}

@@ -60,6 +60,17 @@ const parallelMin = 256 << 10
 // fragment metadata or the cell count). It returns dst. Nothing is
 // allocated from lengths in the file beyond what len(dst) allows.
 func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
+	return p.unfilterTile(dst, filtered, false)
+}
+
+// decodeSlack is how far past its end a chunk's decoder may scribble:
+// zstd's fast copy loops write up to 16 bytes beyond their output and
+// fall back to exact (slower) copies when the buffer has no such room.
+const decodeSlack = 32
+
+// unfilterTile is UnfilterTile; tailSlack says whether dst's capacity
+// past its length is the caller's scratch (decodeSlack bytes of it).
+func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]byte, error) {
 	chunks, err := parseChunks(filtered, uint64(len(dst)))
 	if err != nil {
 		return nil, err
@@ -68,17 +79,25 @@ func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
 	for i, c := range chunks {
 		offs[i+1] = offs[i] + int(c.orig)
 	}
-	run := func(i int) error {
-		return p.unfilterChunk(chunks[i], dst[offs[i]:offs[i+1]:offs[i+1]], nil, i, len(chunks))
-	}
 	conc := p.concurrency()
 	if conc <= 1 || len(chunks) < 2 || len(dst) < parallelMin {
+		// In order, a chunk may scribble over the next one's space before
+		// that is decoded, and the last one into the tail slack.
+		end := len(dst)
+		if tailSlack {
+			end = min(cap(dst), len(dst)+decodeSlack)
+		}
+		full := dst[:end]
 		for i := range chunks {
-			if err := run(i); err != nil {
+			out := full[offs[i]:offs[i+1]:min(end, offs[i+1]+decodeSlack)]
+			if err := p.unfilterChunk(chunks[i], out, nil, i, len(chunks)); err != nil {
 				return nil, err
 			}
 		}
 		return dst, nil
+	}
+	run := func(i int) error {
+		return p.unfilterChunk(chunks[i], dst[offs[i]:offs[i+1]:offs[i+1]], nil, i, len(chunks))
 	}
 	return dst, parallel(len(chunks), conc, run)
 }
@@ -91,7 +110,7 @@ func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
 // of size bytes, which the caller must have bounded (as for UnfilterTile).
 func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
 	if len(p.stages) != 0 {
-		return p.UnfilterTile(make([]byte, size), filtered)
+		return p.unfilterTile(make([]byte, size, size+decodeSlack), filtered, true)
 	}
 	chunks, err := parseChunks(filtered, size)
 	if err != nil {
