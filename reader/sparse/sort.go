@@ -1,6 +1,7 @@
 package sparse
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"runtime"
@@ -24,15 +25,16 @@ type chunk struct {
 // slab is loaded. Tiles spanning several slabs stay loaded until their
 // last slab.
 type sortSource struct {
-	r      *Reader
-	order  []int // dimensions in sort priority
-	exact  bool  // the two keys decide coordinate equality
-	chunks []chunk
-	ci     int
-	loaded map[*tileJob]*ltile
-	tiles  []*ltile
-	refs   []sref
-	k, rep int
+	r       *Reader
+	order   []int // dimensions in sort priority
+	exact   bool  // the two keys decide coordinate equality
+	chunks  []chunk
+	ci      int
+	loaded  map[*tileJob]*ltile
+	tiles   []*ltile
+	refs    []sref
+	scratch []sref
+	k, rep  int
 }
 
 type sref struct {
@@ -178,7 +180,30 @@ func (s *sortSource) loadChunk(ctx context.Context) error {
 	if len(s.order) > 1 {
 		d1 = r.dims[s.order[1]]
 	}
-	for _, j := range c.jobs {
+	// With no per-cell timestamps, a cell is newer than another with the
+	// same coordinates when its fragment starts later (then: later
+	// fragment, later tile, later position). Cells appended in that order
+	// need only a stable sort by key, which radix sorting gives.
+	jobs := c.jobs
+	byKey := s.exact
+	for _, j := range jobs {
+		if t := s.loaded[j]; t != nil && t.ts != nil {
+			byKey = false
+		}
+	}
+	if byKey {
+		jobs = slices.Clone(jobs)
+		slices.SortStableFunc(jobs, func(a, b *tileJob) int {
+			if c := cmp.Compare(a.frag.start, b.frag.start); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.frag.i, b.frag.i); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.tile, b.tile)
+		})
+	}
+	for _, j := range jobs {
 		t := s.loaded[j]
 		if t == nil {
 			continue
@@ -198,19 +223,11 @@ func (s *sortSource) loadChunk(ctx context.Context) error {
 			s.refs = append(s.refs, ref)
 		}
 	}
-	slices.SortFunc(s.refs, func(a, b sref) int {
-		if c := s.compare(&a, &b); c != 0 {
-			return c
-		}
-		ta, tb := s.tiles[a.t], s.tiles[b.t]
-		if newer(ta, int(a.pos), tb, int(b.pos)) {
-			return 1
-		}
-		if newer(tb, int(b.pos), ta, int(a.pos)) {
-			return -1
-		}
-		return 0
-	})
+	if byKey && len(s.refs) > 0 {
+		s.refs, s.scratch = radixSort(s.refs, s.scratch)
+	} else {
+		s.sortRefs()
+	}
 	// Keep the newest version of each coordinate (the last of its group),
 	// then drop the cells deleted after deduplication.
 	out := s.refs[:0]
@@ -230,6 +247,63 @@ func (s *sortSource) loadChunk(ctx context.Context) error {
 	s.refs = out
 	s.k, s.rep = 0, 0
 	return nil
+}
+
+// sortRefs orders the slab's cells by coordinates, older versions of
+// equal coordinates first.
+func (s *sortSource) sortRefs() {
+	slices.SortFunc(s.refs, func(a, b sref) int {
+		if c := s.compare(&a, &b); c != 0 {
+			return c
+		}
+		ta, tb := s.tiles[a.t], s.tiles[b.t]
+		if newer(ta, int(a.pos), tb, int(b.pos)) {
+			return 1
+		}
+		if newer(tb, int(b.pos), ta, int(a.pos)) {
+			return -1
+		}
+		return 0
+	})
+}
+
+// radixSort sorts refs stably by (k0, k1), a byte at a time from the
+// least significant, skipping bytes every key shares. It returns the
+// sorted slice and the other buffer, for reuse.
+func radixSort(refs, scratch []sref) (sorted, spare []sref) {
+	if cap(scratch) < len(refs) {
+		scratch = make([]sref, len(refs))
+	}
+	src, dst := refs, scratch[:len(refs)]
+	for pass := 0; pass < 16; pass++ {
+		shift := uint(8 * (pass % 8))
+		key := func(r *sref) uint8 {
+			if pass < 8 {
+				return uint8(r.k1 >> shift)
+			}
+			return uint8(r.k0 >> shift)
+		}
+		var count [256]int
+		for i := range src {
+			count[key(&src[i])]++
+		}
+		if count[key(&src[0])] == len(src) {
+			continue
+		}
+		pos := 0
+		for b := range count {
+			c := count[b]
+			count[b] = pos
+			pos += c
+		}
+		for i := range src {
+			k := key(&src[i])
+			dst[count[k]] = src[i]
+			count[k]++
+		}
+		src, dst = dst, src
+	}
+	return src, dst
 }
 
 func (s *sortSource) fill(ctx context.Context, b *batcher, max int) error {
