@@ -7,10 +7,8 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters/codecs"
-	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
-	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -33,7 +31,7 @@ type ArrayOptions struct {
 
 // encryptionAES is the generic tile header's encryption type for
 // AES-256-GCM (0 is none).
-const encryptionAES = 1
+const encryptionAES = gentile.EncryptionAES256GCM
 
 // KeySize is the length of an AES-256-GCM key.
 const KeySize = 32
@@ -45,26 +43,14 @@ func checkKeySize(key []byte) error {
 	return nil
 }
 
-// sealer is the generic tile Filterer of an encrypted array: it marks the
-// header encrypted and appends the AES filter to its pipeline, as TileDB
-// does, before running the pipeline.
-type sealer struct{ key []byte }
-
-func (s sealer) FilterTile(h *gentile.Header, data []byte) ([]byte, error) {
-	h.EncryptionType = encryptionAES
-	fs := make([]pipeline.Filter, 0, len(h.Filters.Filters)+1)
-	fs = append(fs, h.Filters.Filters...)
-	h.Filters.Filters = append(fs, pipeline.Filter{Type: pipeline.AES256GCM, Reinterpret: datatype.Any})
-	return gentile.Codec{EncryptionKey: s.key}.FilterTile(h, data)
-}
-
 // genericFilterer is the Filterer for the generic tiles of an array with
-// the given key (nil: gentile's default, unencrypted).
+// the given key (nil: gentile's default, unencrypted); gentile's codec
+// marks and encrypts the tiles as TileDB does.
 func genericFilterer(key []byte) gentile.Filterer {
 	if len(key) == 0 {
 		return nil
 	}
-	return sealer{key: key}
+	return gentile.Codec{EncryptionKey: key}
 }
 
 // encodeGeneric wraps payload in a generic tile, encrypted when key is set.

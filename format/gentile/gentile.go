@@ -11,6 +11,7 @@ package gentile
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
@@ -66,7 +67,9 @@ type Unfilterer interface {
 }
 
 // Filterer runs a filter pipeline forward over a tile's bytes, producing the
-// serialized tile (num chunks + chunks).
+// serialized tile (num chunks + chunks). It may complete the header (an
+// encrypting Filterer marks it encrypted and appends the AES filter):
+// Encode serializes the header after FilterTile returns.
 type Filterer interface {
 	FilterTile(h *Header, data []byte) ([]byte, error)
 }
@@ -213,8 +216,20 @@ func (c Codec) UnfilterTile(h *Header, b []byte) ([]byte, error) {
 	return p.UnfilterTile(make([]byte, h.TileSize), b)
 }
 
-// FilterTile implements Filterer.
+// EncryptionAES256GCM is the header's encryption type of an encrypted
+// tile (0 is none).
+const EncryptionAES256GCM = 1
+
+// FilterTile implements Filterer. With a key it encrypts the way TileDB
+// encrypts every generic tile of an encrypted array: the header is marked
+// AES-256-GCM and the AES filter is appended to its pipeline (Encode
+// writes the header after filtering, so the file says what was done).
 func (c Codec) FilterTile(h *Header, data []byte) ([]byte, error) {
+	if len(c.EncryptionKey) != 0 && h.EncryptionType == 0 {
+		h.EncryptionType = EncryptionAES256GCM
+		h.Filters.Filters = append(slices.Clip(h.Filters.Filters),
+			pipeline.Filter{Type: pipeline.AES256GCM, Reinterpret: datatype.Any})
+	}
 	p, err := c.pipeline(h)
 	if err != nil {
 		return nil, err
