@@ -9,9 +9,11 @@ temporary directory (or uses $TILEFLIGHT_FLIGHTD when set). `flightd` is a
 session-wide daemon on a free port with a temporary data directory; its
 `.data` is where tests create arrays with the tiledb package and its
 `.client()` is a pyarrow Flight client. `Daemon` starts extra daemons (auth,
-demo data) and stops them with SIGTERM, checking that they exit 0.
+demo data) and stops them with SIGTERM, checking that they exit 0;
+`running(exe, data, *flags)` does the same as a context manager.
 """
 
+import contextlib
 import json
 import re
 import os
@@ -106,6 +108,17 @@ class Daemon:
         if check and self.proc.returncode != 0:
             raise AssertionError("flightd exited %d:\n%s" % (self.proc.returncode, "\n".join(self.log_lines[-50:])))
         return self.proc.returncode
+
+
+@contextlib.contextmanager
+def running(exe, data_dir, *flags, env=None, check=True):
+    """A Daemon started with extra command-line flags (e.g. "-tls-cert",
+    path), stopped on exit; check=True also wants exit status 0."""
+    d = Daemon(exe, data_dir, args=list(flags), env=env)
+    try:
+        yield d
+    finally:
+        d.stop(check=check)
 
 
 @pytest.fixture(scope="session")
