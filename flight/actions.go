@@ -40,7 +40,7 @@ var actions = map[string]actionDef{
 		run:  (*Service).actDescribe,
 	},
 	"create_array": {
-		desc:    `Create an array. Body: schema JSON with "array": NAME. Result: the schema JSON as created (TileDB's defaults filled in).`,
+		desc:    `Create an array. Body: schema JSON with "array": NAME, and "encrypted": true to encrypt it with the daemon's key. Result: the schema JSON as created (TileDB's defaults filled in).`,
 		mutates: true,
 		run:     (*Service).actCreate,
 	},
@@ -191,7 +191,7 @@ func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, err)
 	}
-	return json.RawMessage(b), nil
+	return json.RawMessage(withEncrypted(b, a.Encrypted)), nil
 }
 
 func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
@@ -212,6 +212,17 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	if strings.HasSuffix(name, ".b2nd") {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: names ending in .b2nd are Blosc2 NDArray files, which create_array does not make", name)
 	}
+	body, encrypted, err := takeEncrypted(body)
+	if err != nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: %v", name, err)
+	}
+	var key []byte
+	if encrypted {
+		if len(s.cfg.EncryptionKey) == 0 {
+			return nil, errkind.Errorf(errkind.FailedPrecondition, `array %q: "encrypted": true, but this flightd has no encryption key to create it with (-encryption-key-file)`, name)
+		}
+		key = s.cfg.EncryptionKey
+	}
 	sch, err := schema.FromJSON(body)
 	if err != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: %v", name, err)
@@ -219,14 +230,53 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	if err := s.checkParents(ctx, name); err != nil {
 		return nil, err
 	}
-	if err := writer.CreateArray(ctx, s.cfg.Store, name, sch); err != nil {
+	if err := writer.CreateArrayWith(ctx, s.cfg.Store, name, sch, writer.ArrayOptions{EncryptionKey: key}); err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
 	}
 	b, err := schema.ToJSONArray(sch, name)
 	if err != nil {
 		return nil, err
 	}
-	return json.RawMessage(b), nil
+	return json.RawMessage(withEncrypted(b, encrypted)), nil
+}
+
+// takeEncrypted removes create_array's "encrypted" flag, which is not
+// part of the schema JSON, from body. The daemon's key is used only when
+// the client asks for it: a daemon holding a key for its encrypted arrays
+// still creates plain ones by default, as TileDB does without an
+// encryption type configured.
+func takeEncrypted(body []byte) ([]byte, bool, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, false, err
+	}
+	raw, ok := obj["encrypted"]
+	if !ok {
+		return body, false, nil
+	}
+	var enc bool
+	if err := json.Unmarshal(raw, &enc); err != nil {
+		return nil, false, fmt.Errorf(`"encrypted" must be true or false, not %s`, raw)
+	}
+	delete(obj, "encrypted")
+	out, err := json.Marshal(obj)
+	return out, enc, err
+}
+
+// withEncrypted adds "encrypted": true to the schema JSON object b of an
+// encrypted array, so that describe's output fed back to create_array
+// makes an array like it; plain arrays' JSON is left as the schema
+// package writes it.
+func withEncrypted(b []byte, encrypted bool) []byte {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if !encrypted || len(b) < 2 || b[len(b)-1] != '}' {
+		return b
+	}
+	out := append([]byte(nil), b[:len(b)-1]...)
+	if len(bytes.TrimSpace(out)) > 1 { // not "{}"
+		out = append(out, ',')
+	}
+	return append(out, `"encrypted":true}`...)
 }
 
 // checkParents refuses to create an array inside another array (its
@@ -251,7 +301,11 @@ func (s *Service) actDrop(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writer.DropArray(ctx, s.cfg.Store, name); err != nil {
+	key, err := s.writeKey(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := writer.DropArrayWith(ctx, s.cfg.Store, name, writer.ArrayOptions{EncryptionKey: key}); err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
 	}
 	return map[string]string{"dropped": name}, nil
@@ -351,7 +405,8 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
-	if err := s.refuseEncrypted(ctx, name, "put_metadata"); err != nil {
+	key, err := s.writeKey(ctx, name)
+	if err != nil {
 		return nil, err
 	}
 	if b.Metadata == nil {
@@ -379,7 +434,7 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 		t = *b.Timestamp
 	}
 	if len(values) > 0 {
-		if _, err := writer.PutMetadata(ctx, s.cfg.Store, name, values, t); err != nil {
+		if _, err := writer.PutMetadataWith(ctx, s.cfg.Store, name, values, t, writer.ArrayOptions{EncryptionKey: key}); err != nil {
 			return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
 		}
 	}

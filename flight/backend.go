@@ -24,15 +24,12 @@ type batchStream interface {
 
 // openStream starts reading q.
 func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, error) {
-	if err := s.checkArray(ctx, q.Array); err != nil {
-		return nil, err
-	}
-	key, err := s.keyFor(ctx, q.Array)
+	p, err := s.openPlan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	r, err := reader.Open(ctx, s.cfg.Store, q, reader.Options{
-		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: key,
+	r, err := reader.OpenPlan(ctx, p, reader.Options{
+		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: s.keyOf(p.Array),
 	})
 	if err != nil {
 		return nil, s.openErr(ctx, q.Array, err)
@@ -44,24 +41,26 @@ type readerStream struct{ *reader.Reader }
 
 func (r readerStream) Close() error { r.Reader.Close(); return nil }
 
+// openPlan opens q's array as a read of q would, with the daemon's key
+// (see openArray), and resolves q against it.
+func (s *Service) openPlan(ctx context.Context, q *query.Query) (*plan.Plan, error) {
+	if err := s.checkArray(ctx, q.Array); err != nil {
+		return nil, err
+	}
+	a, err := reader.OpenArray(ctx, s.cfg.Store, q, s.cfg.EncryptionKey)
+	if err != nil {
+		return nil, s.openErr(ctx, q.Array, err)
+	}
+	return plan.Resolve(a, q)
+}
+
 // resolve opens q's array as a read of q would and resolves q against it.
 func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arrow.Schema, error) {
-	if err := s.checkArray(ctx, q.Array); err != nil {
-		return nil, nil, err
-	}
-	key, err := s.keyFor(ctx, q.Array)
+	p, err := s.openPlan(ctx, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := reader.OpenArray(ctx, s.cfg.Store, q, key)
-	if err != nil {
-		return nil, nil, s.openErr(ctx, q.Array, err)
-	}
-	p, err := plan.Resolve(a, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	sc, err := arrowSchema(a, q.Array, p.Columns)
+	sc, err := arrowSchema(p.Array, q.Array, p.Columns)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -290,3 +290,163 @@ func FuzzDescriptorQuery(f *testing.F) {
 		}
 	})
 }
+
+// action runs one DoAction and returns its one result body.
+func action(ctx context.Context, c aflight.Client, typ, body string) ([]byte, error) {
+	stream, err := c.DoAction(ctx, &aflight.Action{Type: typ, Body: []byte(body)})
+	if err != nil {
+		return nil, err
+	}
+	r, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return r.Body, nil
+}
+
+// doGetKs reads the int64 column k of a row-major read of array.
+func doGetKs(ctx context.Context, c aflight.Client, array string) ([]int64, error) {
+	stream, err := c.DoGet(ctx, &aflight.Ticket{Ticket: []byte(`{"array":"` + array + `","layout":"row-major"}`)})
+	if err != nil {
+		return nil, err
+	}
+	rd, err := aflight.NewRecordReader(stream)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Release()
+	var ks []int64
+	for rd.Next() {
+		ks = append(ks, rd.RecordBatch().Column(0).(*arrarray.Int64).Int64Values()...)
+	}
+	if err := rd.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// The daemon's key writes encrypted arrays (create_array with
+// "encrypted": true, DoPut, put_metadata, drop_array) and is not applied
+// to plain ones; a daemon without the key, or with another, is refused
+// with FailedPrecondition and changes nothing.
+func TestEncryptedWrites(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMem()
+	key := []byte("0123456789abcdeF0123456789abcdeF")
+	other := []byte("X123456789abcdeF0123456789abcdeF")
+	keyed := serve(t, Config{Store: st, EncryptionKey: key})
+	keyless := serve(t, Config{Store: st})
+	wrong := serve(t, Config{Store: st, EncryptionKey: other})
+
+	sch := func(name string, extra string) string {
+		return `{"array":"` + name + `","type":"sparse"` + extra + `,"dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
+			"attributes":[{"name":"v","type":"int32"}]}`
+	}
+	b := arrarray.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int32}}, nil))
+	b.Field(0).(*arrarray.Int64Builder).AppendValues([]int64{9, 2, 5}, nil)
+	b.Field(1).(*arrarray.Int32Builder).AppendValues([]int32{90, 20, 50}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	fd := func(name string) *aflight.FlightDescriptor {
+		return &aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{name}}
+	}
+
+	// Creation: only on request, and only with a key.
+	if _, err := action(ctx, keyless, "create_array", sch("enc", `,"encrypted":true`)); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("create encrypted without a key: %v", err)
+	}
+	if _, err := action(ctx, keyed, "create_array", sch("enc", `,"encrypted":"yes"`)); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf(`"encrypted":"yes": %v`, err)
+	}
+	out, err := action(ctx, keyed, "create_array", sch("enc", `,"encrypted":true`))
+	if err != nil || !strings.Contains(string(out), `"encrypted":true`) {
+		t.Fatalf("create encrypted: %v %s", err, out)
+	}
+	for _, c := range []struct {
+		name, extra string
+	}{{"plain", ""}, {"plain2", `,"encrypted":false`}} {
+		out, err := action(ctx, keyed, "create_array", sch(c.name, c.extra))
+		if err != nil || strings.Contains(string(out), "encrypted") {
+			t.Fatalf("create %s on a keyed daemon: %v %s", c.name, err, out)
+		}
+	}
+	if _, err := writer.LoadSchemaWith(ctx, st, "enc", writer.ArrayOptions{EncryptionKey: key}); err != nil {
+		t.Fatalf("the created array is not encrypted with the daemon's key: %v", err)
+	}
+	if _, err := writer.LoadSchema(ctx, st, "plain"); err != nil {
+		t.Fatalf("create_array without \"encrypted\" made an encrypted array: %v", err)
+	}
+
+	// Writes and reads: the keyed daemon on both arrays.
+	for _, name := range []string{"enc", "plain"} {
+		if _, err := doPut(ctx, keyed, fd(name), rec); err != nil {
+			t.Fatalf("DoPut %s: %v", name, err)
+		}
+		ks, err := doGetKs(ctx, keyed, name)
+		if err != nil || len(ks) != 3 || ks[0] != 2 || ks[2] != 9 {
+			t.Fatalf("DoGet %s: %v %v", name, ks, err)
+		}
+		if _, err := action(ctx, keyed, "put_metadata", `{"array":"`+name+`","metadata":{"unit":"m"}}`); err != nil {
+			t.Fatalf("put_metadata %s: %v", name, err)
+		}
+		md, err := action(ctx, keyed, "get_metadata", `{"array":"`+name+`"}`)
+		if err != nil || string(md) != `{"unit":"m"}` {
+			t.Fatalf("get_metadata %s: %v %s", name, err, md)
+		}
+		desc, err := action(ctx, keyed, "describe", `{"array":"`+name+`"}`)
+		if err != nil || strings.Contains(string(desc), `"encrypted":true`) != (name == "enc") {
+			t.Fatalf("describe %s: %v %s", name, err, desc)
+		}
+	}
+	// The keyless and the wrong-keyed daemon still serve the plain array.
+	for _, c := range []aflight.Client{keyless, wrong} {
+		if _, err := doPut(ctx, c, fd("plain"), rec); err != nil {
+			t.Fatalf("DoPut plain: %v", err)
+		}
+	}
+
+	// Refusals leave the encrypted array as it was: one fragment, one
+	// metadata file.
+	count := func(dir string) int {
+		es, err := st.List(ctx, "enc/"+dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	frags, metas := count("__fragments"), count("__meta")
+	refusals := []struct {
+		what string
+		do   func(c aflight.Client) error
+	}{
+		{"DoPut", func(c aflight.Client) error { _, err := doPut(ctx, c, fd("enc"), rec); return err }},
+		{"put_metadata", func(c aflight.Client) error {
+			_, err := action(ctx, c, "put_metadata", `{"array":"enc","metadata":{"x":1}}`)
+			return err
+		}},
+		{"drop_array", func(c aflight.Client) error { _, err := action(ctx, c, "drop_array", `{"array":"enc"}`); return err }},
+		{"DoGet", func(c aflight.Client) error { _, err := doGetKs(ctx, c, "enc"); return err }},
+	}
+	for _, c := range []struct {
+		daemon string
+		client aflight.Client
+	}{{"keyless", keyless}, {"wrong key", wrong}} {
+		for _, r := range refusals {
+			err := r.do(c.client)
+			if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), `"enc"`) || !strings.Contains(err.Error(), "encrypt") {
+				t.Errorf("%s daemon: %s into the encrypted array: %v, want FailedPrecondition naming the array and the encryption", c.daemon, r.what, err)
+			}
+		}
+	}
+	if f, m := count("__fragments"), count("__meta"); f != frags || m != metas {
+		t.Fatalf("refused writes changed the array: fragments %d -> %d, metadata %d -> %d", frags, f, metas, m)
+	}
+
+	if _, err := action(ctx, keyed, "drop_array", `{"array":"enc"}`); err != nil {
+		t.Fatalf("drop with the key: %v", err)
+	}
+	if ok, err := writer.Exists(ctx, st, "enc"); err != nil || ok {
+		t.Fatalf("dropped array still there: %v %v", ok, err)
+	}
+}

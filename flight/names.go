@@ -108,16 +108,15 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 	return nil
 }
 
-// openArray opens a TileDB array by name at the query's timestamp.
+// openArray opens a TileDB array by name at the query's timestamp, with
+// the daemon's key: generic tiles say themselves whether they are
+// encrypted, so the key opens encrypted arrays and is ignored by the
+// others, and the opened array's Encrypted field tells which it was.
 func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestamp) (*array.Array, error) {
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
-	key, err := s.keyFor(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	opt := array.Options{EncryptionKey: key}
+	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey}
 	if ts != nil {
 		opt.Start, opt.End = ts.Start, ts.End
 	}
@@ -126,6 +125,17 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 		return nil, s.openErr(ctx, name, err)
 	}
 	return a, nil
+}
+
+// keyOf is the key for an opened array's data tiles and for writes into
+// it: the daemon's key for an encrypted array, none for the others (data
+// tiles carry no header, and a tile loader or writer given a key treats
+// every tile as encrypted).
+func (s *Service) keyOf(a *array.Array) []byte {
+	if a.Encrypted {
+		return s.cfg.EncryptionKey
+	}
+	return nil
 }
 
 // storageErr classifies storage errors that carry no kind: a path the
@@ -144,36 +154,34 @@ func storageErr(err error) error {
 	return err
 }
 
-// isEncrypted says whether the array's schema file (a generic tile) is
-// encrypted, from its header; TileDB encrypts all of an array's files or
-// none. A schema that cannot be read counts as not encrypted and is left
-// for the open that follows to report.
-func (s *Service) isEncrypted(ctx context.Context, name string) bool {
+// writeKey is the key for a write that does not open the array
+// (put_metadata, drop_array: neither needs the fragments, and a damaged
+// array must stay droppable). Whether the array is encrypted comes from
+// its schema file's generic tile header; TileDB encrypts all of an
+// array's files or none. An encrypted array on a daemon without a key is
+// FailedPrecondition before anything is touched; a schema that cannot be
+// read is left for the writer to report (or, for a drop, to ignore).
+func (s *Service) writeKey(ctx context.Context, name string) ([]byte, error) {
 	files, err := s.cfg.Store.List(ctx, name+"/"+names.SchemaDir)
 	if err != nil {
-		return false
+		return nil, nil
 	}
-	key := name + "/" + names.LegacySchemaFile
+	file := name + "/" + names.LegacySchemaFile
 	for _, e := range files {
 		if !e.IsDir {
-			key = name + "/" + names.SchemaDir + "/" + e.Name
+			file = name + "/" + names.SchemaDir + "/" + e.Name
 			break
 		}
 	}
-	b, err := s.cfg.Store.Get(ctx, key) // schema files are small
+	b, err := s.cfg.Store.Get(ctx, file) // schema files are small
 	if err != nil {
-		return false
-	}
-	h, err := gentile.DecodeHeader(b)
-	return err == nil && h.EncryptionType != 0
-}
-
-// keyFor is the key to open the array with: the daemon's key for an
-// encrypted array, none for the others (the reader given a key expects
-// encrypted tiles). Without a key nothing need be looked at.
-func (s *Service) keyFor(ctx context.Context, name string) ([]byte, error) {
-	if len(s.cfg.EncryptionKey) == 0 || !s.isEncrypted(ctx, name) {
 		return nil, nil
+	}
+	if h, err := gentile.DecodeHeader(b); err != nil || h.EncryptionType == 0 {
+		return nil, nil
+	}
+	if len(s.cfg.EncryptionKey) == 0 {
+		return nil, s.openErr(ctx, name, fmt.Errorf("schema %s: %w", file, gentile.ErrKeyRequired))
 	}
 	return s.cfg.EncryptionKey, nil
 }

@@ -89,9 +89,6 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refuseEncrypted(ctx, q.Array, "DoPut"); err != nil {
-		return nil, err
-	}
 	sch := a.Schema
 	if _, err := checkPutSchema(q.Array, sch, rdr.Schema()); err != nil {
 		return nil, err
@@ -108,7 +105,9 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 		return nil, err
 	}
 
-	opt := writer.Options{MaxFragmentBytes: s.cfg.MaxFragmentBytes}
+	// An encrypted array was opened with the daemon's key (a daemon
+	// without one was refused above): its fragments are sealed with it.
+	opt := writer.Options{MaxFragmentBytes: s.cfg.MaxFragmentBytes, EncryptionKey: s.keyOf(a)}
 	if q.Timestamp != nil {
 		opt.Timestamp = q.Timestamp.End
 	}
@@ -405,16 +404,6 @@ func checkWritable(name string, s *schema.ArraySchema) error {
 				return err
 			}
 		}
-	}
-	return nil
-}
-
-// refuseEncrypted refuses writes to encrypted arrays: the writer does not
-// encrypt, and an unencrypted fragment or metadata file in an encrypted
-// array is one TileDB refuses to open.
-func (s *Service) refuseEncrypted(ctx context.Context, name, what string) error {
-	if s.isEncrypted(ctx, name) {
-		return errkind.Errorf(errkind.Unimplemented, "%s to %q: the array is encrypted, and writing encrypted arrays is not supported", what, name)
 	}
 	return nil
 }
