@@ -861,7 +861,7 @@ def test_error_kinds_end_to_end(flightd_bin, tmp_path):
                              pa.table({"rgb": pa.array(np.zeros(16 * 48, dtype=np.uint8))}))
     # (daemon args, what DoGet of "enc" gives, what DoPut into "enc" gives)
     for args, enc_read, enc_write in [
-        (["-encryption-key-file", str(keyfile)], None, "UNIMPLEMENTED"),
+        (["-encryption-key-file", str(keyfile)], None, None),
         (["-encryption-key", "X" + KEY[1:]], "FAILED_PRECONDITION", "FAILED_PRECONDITION"),
         ([], "FAILED_PRECONDITION", "FAILED_PRECONDITION"),
     ]:
@@ -884,8 +884,11 @@ def test_error_kinds_end_to_end(flightd_bin, tmp_path):
             else:
                 msg = expect_code(enc_read, read, c, array="enc")
                 assert "enc" in msg and ("key" in msg or "decrypt" in msg), msg
-            msg = expect_code(enc_write, enc_put, c)
-            assert "enc" in msg and "encrypt" in msg, msg
+            if enc_write is None:
+                assert enc_put(c)["rows"] == 10
+            else:
+                msg = expect_code(enc_write, enc_put, c)
+                assert "enc" in msg and "encrypt" in msg, msg
             # A key set for the encrypted array does not disturb the others,
             # and the daemon keeps serving after each failure.
             assert read(c, array="healthy").column("a").to_pylist() == list(range(100))
@@ -894,4 +897,156 @@ def test_error_kinds_end_to_end(flightd_bin, tmp_path):
         finally:
             d.stop()
     ctx = tiledb.Ctx(tiledb.Config({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY}))
-    assert len(tiledb.array_fragments(os.path.join(data, "enc"), ctx=ctx)) == 1
+    # TileDB's fragment and the one the keyed daemon wrote; none from the others.
+    assert len(tiledb.array_fragments(os.path.join(data, "enc"), ctx=ctx)) == 2
+
+
+# ---------------------------------------------------------------- encrypted arrays written through Flight
+
+def enc_ctx(key=KEY):
+    return tiledb.Ctx(tiledb.Config({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key}))
+
+
+def tree(path):
+    """Every file under path with its size: what a refused write must not change."""
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            out[os.path.relpath(p, path)] = os.path.getsize(p)
+    return out
+
+
+def expect_failed_precondition(fn):
+    """expect_code("FAILED_PRECONDITION", fn), also for actions: pyarrow
+    reports that status on DoAction only as "gRPC returned precondition
+    failed error", which flightd_fixture.grpc_code does not map."""
+    try:
+        fn()
+    except (pa.ArrowException, fl.FlightError) as e:
+        ok = grpc_code(e) == "FAILED_PRECONDITION" or "gRPC returned precondition failed error" in str(e)
+        assert ok, f"want FAILED_PRECONDITION, got {grpc_code(e)}: {e}"
+        return str(e)
+    raise AssertionError("want FAILED_PRECONDITION, the call succeeded")
+
+
+def test_encrypted_arrays_written_through_flight(flightd_bin, tmp_path):
+    data = tmp_path / "data"
+    os.makedirs(data)
+    keyfile = tmp_path / "key"
+    keyfile.write_text(KEY + "\n")
+    ctx = enc_ctx()
+    # TileDB creates and writes an encrypted dense and sparse array (with a
+    # compressed attribute and a var-sized one, so that data, offsets and
+    # generic tiles are all sealed), plus metadata, and a plain array.
+    words = np.array([f"w{i}" * (i % 4) for i in range(100)], dtype=object)
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 99), tile=10, dtype=np.int32, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(str(data / "encd"), tiledb.ArraySchema(domain=dom, sparse=False, ctx=ctx, attrs=[
+        tiledb.Attr("a", dtype=np.int32, filters=tiledb.FilterList([tiledb.ZstdFilter()], ctx=ctx), ctx=ctx),
+        tiledb.Attr("s", dtype=str, var=True, ctx=ctx)]), ctx=ctx)
+    with tiledb.open(str(data / "encd"), "w", ctx=ctx) as A:
+        A[0:50] = {"a": np.arange(50, dtype=np.int32), "s": words[:50]}
+        A.meta["from_tiledb"] = 7
+    sdom = tiledb.Domain(tiledb.Dim("k", domain=(0, 9999), tile=100, dtype=np.int64, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(str(data / "encs"), tiledb.ArraySchema(domain=sdom, sparse=True, capacity=16, ctx=ctx, attrs=[
+        tiledb.Attr("v", dtype=np.float64, ctx=ctx), tiledb.Attr("s", dtype=str, var=True, ctx=ctx)]), ctx=ctx)
+    ks = np.arange(0, 300, 3, dtype=np.int64)
+    with tiledb.open(str(data / "encs"), "w", ctx=ctx) as A:
+        A[ks] = {"v": ks * 0.5, "s": np.array([f"k{k}" for k in ks], dtype=object)}
+    tiledb.Array.create(str(data / "plain"), tiledb.ArraySchema(domain=tiledb.Domain(
+        tiledb.Dim("i", domain=(0, 99), tile=10, dtype=np.int32)), sparse=False, attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    with tiledb.open(str(data / "plain"), "w") as A:
+        A[0:50] = np.arange(50, dtype=np.int32)
+
+    dense_half = pa.table({"a": pa.array(np.arange(50, 100, dtype=np.int32)), "s": pa.array(list(words[50:]), pa.large_utf8())})
+    ks2 = np.arange(1, 300, 3, dtype=np.int64)
+    sparse_more = pa.table({"k": pa.array(ks2), "v": pa.array(ks2 * 0.5),
+                            "s": pa.array([f"k{k}" for k in ks2], pa.large_utf8())})
+    put_dense = lambda c: put(c, cmd(array="encd", subarray={"i": [[50, 99]]}), dense_half, chunk=7)  # noqa: E731
+    put_sparse = lambda c: put(c, "encs", sparse_more, chunk=9)  # noqa: E731
+    put_meta = lambda c, name: action(c, "put_metadata", {"array": name, "metadata": {"from_flight": "yes", "n": [1, 2]}})  # noqa: E731
+
+    # A daemon without the key, or with another one, is refused every
+    # write into the encrypted arrays, and writes nothing.
+    before = {n: tree(data / n) for n in ("encd", "encs")}
+    for args in ([], ["-encryption-key", "X" + KEY[1:]]):
+        d = Daemon(flightd_bin, data, args=args)
+        try:
+            c = d.client()
+            for what, fn in [("dense DoPut", lambda: put_dense(c)), ("sparse DoPut", lambda: put_sparse(c)),
+                             ("put_metadata", lambda: put_meta(c, "encd")),
+                             ("drop_array", lambda: action(c, "drop_array", {"array": "encs"}))]:
+                msg = expect_failed_precondition(fn)
+                assert "enc" in msg and "encrypt" in msg, (args, what, msg)
+            # Plain arrays are not the key's business.
+            assert read(c, array="plain").column("a").to_pylist()[:50] == list(range(50))
+            c.close()
+        finally:
+            d.stop()
+        assert {n: tree(data / n) for n in ("encd", "encs")} == before, args
+
+    # The daemon with the key: streamed DoPuts cut into several fragments,
+    # metadata both ways, plain arrays as usual.
+    d = Daemon(flightd_bin, data, args=["-encryption-key-file", str(keyfile), "-max-fragment-bytes", "200"])
+    try:
+        c = d.client()
+        assert action(c, "get_metadata", {"array": "encd"}) == {"from_tiledb": 7}
+        rd = put_dense(c)
+        assert rd["rows"] == 50 and len(rd["fragments"]) > 1, rd
+        rs = put_sparse(c)
+        assert rs["rows"] == len(ks2) and len(rs["fragments"]) > 1, rs
+        assert put_meta(c, "encd") == {"keys": 2}
+        got = read(c, array="encd")
+        assert got.column("a").to_pylist() == list(range(100))
+        assert got.column("s").to_pylist() == list(words)
+        got = sort_table(read(c, array="encs"), ["k"])
+        assert got.column("k").to_pylist() == sorted(list(ks) + list(ks2))
+        assert action(c, "describe", {"array": "encd"})["encrypted"] is True
+        assert "encrypted" not in action(c, "describe", {"array": "plain"})
+        assert put(c, cmd(array="plain", subarray={"i": [[50, 99]]}),
+                   pa.table({"a": pa.array(np.arange(50, 100, dtype=np.int32))}))["rows"] == 50
+        assert put_meta(c, "plain") == {"keys": 2}
+        # create_array makes an encrypted array only when asked to.
+        body = {"array": "encnew", "type": "sparse", "encrypted": True,
+                "dimensions": [{"name": "k", "type": "int32", "domain": [0, 99], "tile": 10}],
+                "attributes": [{"name": "v", "type": "int16"}]}
+        assert action(c, "create_array", body)["encrypted"] is True
+        assert "encrypted" not in action(c, "create_array", dict(body, array="plainnew", encrypted=False))
+        for name in ("encnew", "plainnew"):
+            assert put(c, name, pa.table({"k": pa.array([3, 1], pa.int32()), "v": pa.array([30, 10], pa.int16())}))["rows"] == 2
+        c.close()
+    finally:
+        d.stop()
+
+    # TileDB reads, with the key, its fragments and ours together.
+    with tiledb.open(str(data / "encd"), ctx=ctx) as A:
+        r = A[:]
+        np.testing.assert_array_equal(r["a"], np.arange(100, dtype=np.int32))
+        assert list(r["s"]) == list(words)
+        assert A.meta["from_tiledb"] == 7 and A.meta["from_flight"] == "yes" and A.meta["n"] == (1, 2)
+    assert len(tiledb.array_fragments(str(data / "encd"), ctx=ctx)) == 1 + len(rd["fragments"])
+    with tiledb.open(str(data / "encs"), ctx=ctx) as A:
+        r = A.query(order="G")[:]
+        want = np.sort(np.concatenate([ks, ks2]))
+        np.testing.assert_array_equal(r["k"], want)
+        np.testing.assert_array_equal(r["v"], want * 0.5)
+        assert list(r["s"]) == [f"k{k}" for k in want]
+    with tiledb.open(str(data / "plain")) as A:
+        np.testing.assert_array_equal(A[:]["a"], np.arange(100, dtype=np.int32))
+        assert A.meta["from_flight"] == "yes"
+    with tiledb.open(str(data / "encnew"), ctx=ctx) as A:
+        r = A[:]
+        assert list(r["k"]) == [1, 3] and list(r["v"]) == [10, 30]
+    with pytest.raises(tiledb.TileDBError):
+        tiledb.open(str(data / "encnew")).close()
+    with tiledb.open(str(data / "plainnew")) as A:
+        assert list(A[:]["k"]) == [1, 3]
+    # Dropping takes the key too.
+    d = Daemon(flightd_bin, data, args=["-encryption-key-file", str(keyfile)])
+    try:
+        c = d.client()
+        assert action(c, "drop_array", {"array": "encs"}) == {"dropped": "encs"}
+        c.close()
+    finally:
+        d.stop()
+    assert not os.path.exists(data / "encs")
