@@ -203,9 +203,10 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 
 	unaryLog, streamLog := flight.AccessLog(log)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)
+	unaryRecover, streamRecover := flight.Recover(log)
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(unaryLog, unaryAuth),
-		grpc.ChainStreamInterceptor(streamLog, streamAuth),
+		grpc.ChainUnaryInterceptor(unaryLog, unaryAuth, unaryRecover),
+		grpc.ChainStreamInterceptor(streamLog, streamAuth, streamRecover),
 		grpc.MaxRecvMsgSize(c.maxMessageBytes),
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
