@@ -26,16 +26,19 @@ func hilbertValue(x []uint64, bits int) uint64 {
 			x[i] ^= t
 		}
 	}
-	// Gray-encode the transposed bits.
+	// Gray-encode the transposed bits. Like TileDB, fold every bit of the
+	// last coordinate down (not only the low bits-1): in one dimension the
+	// domain's upper bound maps to 2^63, one bit above the 63 that are kept,
+	// and TileDB's fold carries it into the value (it sorts last).
 	for i := 1; i < n; i++ {
 		x[i] ^= x[i-1]
 	}
-	var t uint64
-	for q := uint64(1) << (bits - 1); q > 1; q >>= 1 {
-		if x[n-1]&q != 0 {
-			t ^= q - 1
-		}
+	last := x[n-1]
+	folded := last
+	for s := 1; s < bits; s <<= 1 {
+		folded ^= folded >> uint(s)
 	}
+	t := last ^ folded
 	for i := 0; i < n; i++ {
 		x[i] ^= t
 	}
