@@ -59,6 +59,7 @@ type Reader struct {
 	hmax      uint64
 	dedup     bool
 	sorted    bool // row-major / col-major: ranges count with multiplicity
+	merging   bool // a k-way merge in global order: compares coordinates
 
 	frags []*fragState
 	conds []*deleteCond
@@ -192,6 +193,7 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 			return nil, err
 		}
 	case p.Layout == query.LayoutGlobal && active > 1, r.dedup:
+		r.merging = true
 		r.src = r.newMergeSource()
 	default:
 		// One fragment (stored in global order) or an unordered read

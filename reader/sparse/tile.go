@@ -162,7 +162,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 		return loaded[name], nil
 	}
 
-	needDims := !j.all || r.sorted || r.dedup || r.hilbert
+	needDims := !j.all || r.sorted || r.dedup || r.merging || r.hilbert
 	for _, c := range r.colDim {
 		needDims = needDims || c >= 0
 	}
