@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"io"
+	"math/bits"
 	"runtime"
 	"slices"
 )
@@ -268,41 +269,57 @@ func (s *sortSource) sortRefs() {
 }
 
 // radixSort sorts refs stably by (k0, k1), a byte at a time from the
-// least significant, skipping bytes every key shares. It returns the
-// sorted slice and the other buffer, for reuse.
+// least significant, over only the bytes in which the keys differ from
+// their minimum (coordinates of a slab rarely span more than a few). It
+// returns the sorted slice and the other buffer, for reuse.
 func radixSort(refs, scratch []sref) (sorted, spare []sref) {
 	if cap(scratch) < len(refs) {
 		scratch = make([]sref, len(refs))
 	}
-	src, dst := refs, scratch[:len(refs)]
-	for pass := 0; pass < 16; pass++ {
-		shift := uint(8 * (pass % 8))
-		key := func(r *sref) uint8 {
-			if pass < 8 {
-				return uint8(r.k1 >> shift)
-			}
-			return uint8(r.k0 >> shift)
-		}
-		var count [256]int
-		for i := range src {
-			count[key(&src[i])]++
-		}
-		if count[key(&src[0])] == len(src) {
-			continue
-		}
-		pos := 0
-		for b := range count {
-			c := count[b]
-			count[b] = pos
-			pos += c
-		}
-		for i := range src {
-			k := key(&src[i])
-			dst[count[k]] = src[i]
-			count[k]++
-		}
-		src, dst = dst, src
+	lo0, hi0, lo1, hi1 := refs[0].k0, refs[0].k0, refs[0].k1, refs[0].k1
+	for i := range refs {
+		k0, k1 := refs[i].k0, refs[i].k1
+		lo0, hi0 = min(lo0, k0), max(hi0, k0)
+		lo1, hi1 = min(lo1, k1), max(hi1, k1)
 	}
+	src, dst := refs, scratch[:len(refs)]
+	sortBy := func(second bool, lo uint64, nbytes int) {
+		for b := 0; b < nbytes; b++ {
+			shift := uint(8 * b)
+			var count [256]int
+			if second {
+				for i := range src {
+					count[uint8((src[i].k1-lo)>>shift)]++
+				}
+			} else {
+				for i := range src {
+					count[uint8((src[i].k0-lo)>>shift)]++
+				}
+			}
+			pos := 0
+			for k := range count {
+				c := count[k]
+				count[k] = pos
+				pos += c
+			}
+			if second {
+				for i := range src {
+					k := uint8((src[i].k1 - lo) >> shift)
+					dst[count[k]] = src[i]
+					count[k]++
+				}
+			} else {
+				for i := range src {
+					k := uint8((src[i].k0 - lo) >> shift)
+					dst[count[k]] = src[i]
+					count[k]++
+				}
+			}
+			src, dst = dst, src
+		}
+	}
+	sortBy(true, lo1, (bits.Len64(hi1-lo1)+7)/8)
+	sortBy(false, lo0, (bits.Len64(hi0-lo0)+7)/8)
 	return src, dst
 }
 
