@@ -2,7 +2,7 @@
 // 256 MiB float64 arrays (1 MiB tiles, no filter and zstd level 1) that
 // dense_arrays.py writes with the tiledb package at benchmark start; the
 // same script times TileDB reading them in the same run, reported as the
-// tiledb-GB/s metric next to ours.
+// tiledb-GB/s metric (its best of 3) next to ours (mean, and best-GB/s).
 //
 //	go test -bench . -benchtime 3x ./benchmarks/reader/
 //
@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
@@ -87,7 +88,9 @@ func BenchmarkDenseRead(b *testing.B) {
 				b.SetBytes(arrayBytes)
 				b.ReportAllocs()
 				b.ResetTimer()
+				best := time.Duration(0)
 				for i := 0; i < b.N; i++ {
+					start := time.Now()
 					r, err := reader.Open(context.Background(), st, q, reader.Options{})
 					if err != nil {
 						b.Fatal(err)
@@ -108,10 +111,15 @@ func BenchmarkDenseRead(b *testing.B) {
 					if rows != arrayBytes/8 {
 						b.Fatalf("%d rows", rows)
 					}
+					if d := time.Since(start); best == 0 || d < best {
+						best = d
+					}
 				}
 				b.StopTimer()
 				sec := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(arrayBytes/sec/1e9, "GB/s")
+				// TileDB's figure is its best of N runs: ours alike.
+				b.ReportMetric(arrayBytes/best.Seconds()/1e9, "best-GB/s")
 				b.ReportMetric(tiledbGBs[arr+"/"+string(layout)], "tiledb-GB/s")
 			})
 		}
