@@ -156,6 +156,11 @@ _RETURNED = {
     "unauthenticated": "UNAUTHENTICATED", "unauthorized": "PERMISSION_DENIED", "unimplemented": "UNIMPLEMENTED",
     "internal": "INTERNAL", "data loss": "DATA_LOSS", "resource exhausted": "RESOURCE_EXHAUSTED",
     "cancelled": "CANCELLED",
+    # Codes Arrow's Flight client has no status of its own for: it words
+    # them "gRPC returned ... error" (DoAction carries no debug context, so
+    # this wording is all an action's error has).
+    "precondition failed": "FAILED_PRECONDITION", "aborted": "ABORTED", "out-of-range": "OUT_OF_RANGE",
+    "timeout": "DEADLINE_EXCEEDED", "unavailable": "UNAVAILABLE",
 }
 
 
@@ -164,7 +169,7 @@ def grpc_code(exc):
     m = _CODE_RE.search(str(exc))
     if m:
         return m.group(1)
-    m = re.search(r"Flight returned (.+?) error", str(exc))
+    m = re.search(r"(?:Flight|gRPC) returned (.+?) error", str(exc))
     if m and m.group(1) in _RETURNED:
         return _RETURNED[m.group(1)]
     if isinstance(exc, fl.FlightUnauthenticatedError):
