@@ -24,13 +24,25 @@ arrays) may come in any order among themselves, so each run of equal
 coordinates is compared as a multiset. Unordered results are compared as
 multisets of rows.
 
-The global-order reference is TileDB's own `order='G'` read at the same
-timestamp. TileDB refuses multi-range subarrays in global order (sparse:
-"Multi-range reads are not supported on a global order query"; dense
-multi-range global reads through tiledb-py fail with std::bad_alloc), so the reference reads
-the bounding box of the query's ranges in global order and keeps the cells
-inside the ranges: the global order of a subarray is the array's global order
-restricted to it.
+The reference for a sparse query is TileDB's unrestricted read (no
+subarray at all) in global order at the same timestamp, filtered here by the
+query's ranges: a cell is in when each dimension's coordinate lies in one of
+that dimension's ranges (inclusive; strings compare as bytes). The ranges
+this module makes are disjoint, so a cell counts once (TileDB would count a
+cell once per overlapping range in some readers; `check_disjoint` keeps the
+model honest). The global order of a subarray is the array's global order
+restricted to it; the other layouts sort that. TileDB's own subarray read
+is not the reference because TileDB 2.30 gets it wrong on string
+dimensions (see tiledb_known_issues.py for the repro); it is still read and
+compared with the reference, and each disagreement is recorded and printed
+at the end of the module (test_zz_tiledb_subarray_disagreements) instead of
+failing: only a disagreement between flightd and the reference fails.
+
+Dense queries use TileDB's subarray read (the fill values of unwritten
+cells come from it). TileDB refuses multi-range subarrays in global order
+(dense multi-range global reads through tiledb-py fail with
+std::bad_alloc), so a dense global reference reads the bounding box of the
+query's ranges in global order and keeps the cells inside the ranges.
 
 Dense writes go through tiledb-py with a `tiledb.Subarray` selection and
 flat, row-major value buffers. Slice selections (`A[lo:hi] = ...`) treat
@@ -46,6 +58,7 @@ import math
 import os
 import random
 import subprocess
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +66,11 @@ import pytest
 import tiledb
 
 from flightd_fixture import Daemon, flightd_bin, grpc_code  # noqa: F401
+# TileDB's known bugs this module works around, pinned so that an upgrade
+# that fixes one shows (collected here: pytest only looks at test_*.py).
+from tiledb_known_issues import (  # noqa: F401
+    test_tiledb_known_issue_string_partition_adds_cells, test_tiledb_known_issue_string_partition_bounds,
+    test_tiledb_known_issue_string_partition_drops_cells)
 
 SEED = int(os.environ.get("TILEFLIGHT_DIFF_SEED", "20261121"))
 N_ARRAYS = int(os.environ.get("TILEFLIGHT_DIFF_ARRAYS", "24"))
@@ -372,9 +390,76 @@ def tiledb_slice(d, r):
     return slice(coord(d, r[0]), coord(d, r[1]))
 
 
-def inside(row, ranges):
-    """Whether the row's coordinates lie in the query's ranges."""
-    return all(any(lo <= row[i] <= hi for lo, hi in rs) for i, rs in enumerate(ranges))
+def range_filter(ranges):
+    """A predicate over rows (coordinates first): whether each coordinate
+    lies in one of its dimension's ranges, bounds included. ranges has one
+    entry per dimension, None for a dimension the query leaves open.
+    Strings compare as bytes, as TileDB orders them."""
+    enc = [None if rs is None else [tuple(b.encode() if isinstance(b, str) else b for b in r) for r in rs]
+           for rs in ranges]
+
+    def pred(row):
+        for x, rs in zip(row, enc):
+            if rs is None:
+                continue
+            if isinstance(x, str):
+                x = x.encode()
+            if not any(lo <= x <= hi for lo, hi in rs):
+                return False
+        return True
+    return pred
+
+
+def check_disjoint(q, ranges):
+    """The reference counts a cell once however many ranges hold it, which
+    is TileDB's answer only for disjoint ranges (rand_ranges makes them so)."""
+    for rs in ranges:
+        if rs is None:
+            continue
+        enc = sorted(tuple(b.encode() if isinstance(b, str) else b for b in r) for r in rs)
+        for (_, hi), (lo, _) in zip(enc, enc[1:]):
+            assert lo > hi, f"{q}: overlapping ranges {rs}: the reference's multiplicity model does not hold"
+
+
+# TileDB's subarray reads that disagree with the reference (its own
+# unrestricted read, filtered): recorded, printed at the end of the module.
+TILEDB_DISAGREEMENTS = []
+
+
+def string_leads_cell_order(spec):
+    """Whether the array meets tiledb_known_issues' string-partition
+    conditions on the cell order (a string dimension leads it)."""
+    dims = spec["dims"]
+    lead = {"row-major": dims[0], "col-major": dims[-1]}.get(spec["cell_order"])
+    return lead is not None and lead["kind"] == "ascii"
+
+
+def note_tiledb_subarray(q, spec, ref, tdb_sub):
+    """Compare TileDB's subarray answer (rows over all columns, any order)
+    with the reference; record a disagreement."""
+    want = sorted(ref, key=sort_key)
+    have = sorted(tdb_sub, key=sort_key)
+    if have == want:
+        return
+    missing, extra = multiset_diff(want, have), multiset_diff(have, want)
+    TILEDB_DISAGREEMENTS.append({
+        "seed": SEED, "query": q, "spec": spec, "reference": len(want), "tiledb": len(have),
+        "missing": missing[:4], "extra": extra[:4], "string_partition": string_leads_cell_order(spec)})
+
+
+def multiset_diff(a, b):
+    """The rows of a not matched in b (a and b sorted by sort_key)."""
+    out, j = [], 0
+    bk = [sort_key(r) for r in b]
+    for r in a:
+        k = sort_key(r)
+        while j < len(b) and bk[j] < k:
+            j += 1
+        if j < len(b) and bk[j] == k:
+            j += 1
+        else:
+            out.append(r)
+    return out
 
 
 def build_arrays(root):
@@ -449,7 +534,7 @@ def compare_ordered(q, got, ref, idx, nd):
     """got must be ref (rows over all columns, in the order wanted),
     projected on idx; rows of ref with equal coordinates may come in any
     order among themselves."""
-    assert len(got) == len(ref), f"{q}: {len(got)} rows, TileDB {len(ref)}"
+    assert len(got) == len(ref), f"{q}: {len(got)} rows, the reference {len(ref)}"
     i = 0
     while i < len(ref):
         j = i + 1
@@ -460,8 +545,8 @@ def compare_ordered(q, got, ref, idx, nd):
         if j - i > 1:
             want, have = sorted(want, key=sort_key), sorted(have, key=sort_key)
         if have != want:
-            raise AssertionError(f"{q}: rows {i}..{j - 1} differ: ours {have}, TileDB {want} "
-                                 f"(TileDB's row {i}: {ref[i]})")
+            raise AssertionError(f"{q}: rows {i}..{j - 1} differ: ours {have}, the reference {want} "
+                                 f"(the reference's row {i}: {ref[i]})")
         i = j
 
 
@@ -484,7 +569,7 @@ def run_case(client, uri, name, spec, times, rng):
     with tiledb.open(uri, timestamp=tdb_ts) as A:
         ned = A.nonempty_domain()
         q = {"array": name}
-        subarray, tdb_sel, ranges = {}, [], []
+        subarray, tdb_sel, ranges, qranges = {}, [], [], []
         for i, d in enumerate(spec["dims"]):
             give = rng.random() < 0.7 or ned is None
             if give:
@@ -494,6 +579,7 @@ def run_case(client, uri, name, spec, times, rng):
                 lo, hi = ned[i]
                 rs = [[norm(lo), norm(hi)]]
             ranges.append(rs)
+            qranges.append(rs if give else None)
             tdb_sel.append([tiledb_slice(d, r) for r in rs])
         if subarray:
             q["subarray"] = subarray
@@ -508,14 +594,22 @@ def run_case(client, uri, name, spec, times, rng):
             q["timestamp"] = ts
         if rng.random() < 0.3:
             q["batch_rows"] = rng.randint(1, 50)
-        if layout == "global":
+        if not spec["dense"]:
+            # TileDB's unrestricted global-order read, filtered by the
+            # query's ranges (see the module docstring), and TileDB's own
+            # subarray answer, which is only compared with it.
+            check_disjoint(q, qranges)
+            every = [slice(None)] * len(spec["dims"])
+            ref = [r for r in tiledb_rows(A, spec, "G", every) if range_filter(qranges)(r)]
+            note_tiledb_subarray(q, spec, ref, tiledb_rows(A, spec, "U", tdb_sel))
+        elif layout == "global":
             # TileDB's global order over the ranges' bounding box, restricted
             # to the ranges (it refuses multi-range global reads).
             box = [tiledb_slice(d, [min(r[0] for r in rs), max(r[1] for r in rs)])
                    for d, rs in zip(spec["dims"], ranges)]
-            ref = [r for r in tiledb_rows(A, spec, "G", box) if inside(r, ranges)]
+            ref = [r for r in tiledb_rows(A, spec, "G", box) if range_filter(ranges)(r)]
         else:
-            ref = tiledb_rows(A, spec, "C" if spec["dense"] else "U", tdb_sel)
+            ref = tiledb_rows(A, spec, "C", tdb_sel)
     idx = [allcols.index(c) for c in cols]
     nd = len(dims)
     try:
@@ -540,14 +634,14 @@ def run_case(client, uri, name, spec, times, rng):
     else:
         want = sorted((tuple(r[i] for i in idx) for r in ref), key=sort_key)
         got_s = sorted(got, key=sort_key)
-        assert len(got_s) == len(want), f"{q}: {len(got_s)} rows, TileDB {len(want)}"
+        assert len(got_s) == len(want), f"{q}: {len(got_s)} rows, the reference {len(want)}"
         assert got_s == want, f"{q}: multisets differ (first: {first_diff(got_s, want)})"
 
 
 def first_diff(a, b):
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
-            return f"row {i}: ours {x}, TileDB {y}"
+            return f"row {i}: ours {x}, the reference {y}"
     return "lengths"
 
 
@@ -567,3 +661,29 @@ def test_diff_reader(k, diff_arrays, diff_daemon):
                 break
     client.close()
     assert not failures, f"seed {SEED} array {name} {json.dumps(spec)}:\n" + "\n".join(failures[:5])
+
+
+def test_zz_tiledb_subarray_disagreements(capsys):
+    """Runs last: prints how often TileDB's subarray read disagreed with its
+    own unrestricted read filtered by the same ranges (not a failure of
+    ours; see tiledb_known_issues.py), with the first examples. Those that
+    the known string-partition bug cannot explain (no string dimension
+    leads the cell order) are printed apart: they are new TileDB bugs or a
+    mistake of the reference, to investigate."""
+    known = [r for r in TILEDB_DISAGREEMENTS if r["string_partition"]]
+    other = [r for r in TILEDB_DISAGREEMENTS if not r["string_partition"]]
+    lines = [f"seed {SEED}: TileDB's subarray read disagreed with its unrestricted read filtered in Python "
+             f"in {len(TILEDB_DISAGREEMENTS)} sparse queries ({len(known)} with a string dimension leading the "
+             f"cell order, the known string-partition bug; {len(other)} not explained)"]
+    for r in other[:3] + known[:2]:
+        lines.append(f"  {'UNEXPLAINED ' if not r['string_partition'] else ''}{json.dumps(r['query'])}: "
+                     f"reference {r['reference']} rows, TileDB {r['tiledb']}; missing from TileDB {r['missing']}, "
+                     f"extra in TileDB {r['extra']}; schema {json.dumps(r['spec'])}")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    if TILEDB_DISAGREEMENTS:
+        warnings.warn(lines[0], TileDBDisagreement)
+
+
+class TileDBDisagreement(UserWarning):
+    """TileDB's subarray read disagreed with its own filtered full read."""
