@@ -29,7 +29,7 @@ func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, 
 		return nil, err
 	}
 	r, err := reader.OpenPlan(ctx, p, reader.Options{
-		MemoryBudget: s.cfg.MemoryBudget, Workers: s.cfg.Workers, EncryptionKey: s.keyOf(p.Array),
+		MemoryBudget: s.cfg.MemoryBudget, MaxWorkingSet: s.cfg.MaxWorkingSet, Workers: s.cfg.Workers, EncryptionKey: s.keyOf(p.Array),
 	})
 	if err != nil {
 		return nil, s.openErr(ctx, q.Array, err)

@@ -20,6 +20,11 @@ type Config struct {
 	// MemoryBudget bounds the decoded bytes one query may hold at once
 	// (0: the reader's default).
 	MemoryBudget int64
+	// MaxWorkingSet bounds what one query must hold at once to make
+	// progress (e.g. one tile per fragment of a merge), beyond the budget;
+	// a query needing more fails fast with ResourceExhausted. 0: the
+	// reader's default (4x the budget, at least 1 GiB).
+	MaxWorkingSet int64
 	// Workers bounds the goroutines one query uses to fetch and unfilter
 	// tiles (0: GOMAXPROCS).
 	Workers int

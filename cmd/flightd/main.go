@@ -52,6 +52,7 @@ type serveConfig struct {
 	maxMessageBytes int
 	maxStreams      uint
 	memoryBudget    int64
+	maxWorkingSet   int64
 	workers         int
 	maxQueries      int
 	maxPutBytes     int64
@@ -78,6 +79,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.maxMessageBytes, "max-message-bytes", 64<<20, "largest gRPC message accepted")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
 	fs.Int64Var(&c.memoryBudget, "memory-budget", 512<<20, "decoded bytes one query may hold at once")
+	fs.Int64Var(&c.maxWorkingSet, "max-working-set", 0, "most decoded bytes a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send in all")
@@ -192,7 +194,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return err
 	}
 	cfg := flight.Config{
-		Store: store, Log: log, MemoryBudget: c.memoryBudget, Workers: c.workers,
+		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes,
 		Tokens: tokens,
 	}
