@@ -917,19 +917,6 @@ def tree(path):
     return out
 
 
-def expect_failed_precondition(fn):
-    """expect_code("FAILED_PRECONDITION", fn), also for actions: pyarrow
-    reports that status on DoAction only as "gRPC returned precondition
-    failed error", which flightd_fixture.grpc_code does not map."""
-    try:
-        fn()
-    except (pa.ArrowException, fl.FlightError) as e:
-        ok = grpc_code(e) == "FAILED_PRECONDITION" or "gRPC returned precondition failed error" in str(e)
-        assert ok, f"want FAILED_PRECONDITION, got {grpc_code(e)}: {e}"
-        return str(e)
-    raise AssertionError("want FAILED_PRECONDITION, the call succeeded")
-
-
 def test_encrypted_arrays_written_through_flight(flightd_bin, tmp_path):
     data = tmp_path / "data"
     os.makedirs(data)
@@ -976,7 +963,7 @@ def test_encrypted_arrays_written_through_flight(flightd_bin, tmp_path):
             for what, fn in [("dense DoPut", lambda: put_dense(c)), ("sparse DoPut", lambda: put_sparse(c)),
                              ("put_metadata", lambda: put_meta(c, "encd")),
                              ("drop_array", lambda: action(c, "drop_array", {"array": "encs"}))]:
-                msg = expect_failed_precondition(fn)
+                msg = expect_code("FAILED_PRECONDITION", fn)
                 assert "enc" in msg and "encrypt" in msg, (args, what, msg)
             # Plain arrays are not the key's business.
             assert read(c, array="plain").column("a").to_pylist()[:50] == list(range(50))
