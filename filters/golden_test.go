@@ -2,17 +2,15 @@ package filters
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/wire"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // goldenCase is one entry of testdata/cases.json, written by
@@ -39,33 +37,14 @@ func (c goldenCase) isVar() bool { return string(c.CellValNum) == `"var"` }
 
 func loadCases(t testing.TB) []goldenCase {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases []goldenCase
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	golden.ReadJSON(t, filepath.Join("testdata", "cases.json"), &cases)
 	return cases
 }
 
 func readGz(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return golden.ReadGz(t, filepath.Join("testdata", name))
 }
 
 func toPipeline(t testing.TB, fs []goldenFilter, maxChunk uint32) pipeline.Pipeline {

@@ -2,13 +2,10 @@ package codecs
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/wire"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // goldenCase is one entry of testdata/cases.json, written by
@@ -96,31 +94,13 @@ func parseTile(b []byte) ([]chunk, error) {
 
 func readGz(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return golden.ReadGz(t, filepath.Join("testdata", name))
 }
 
 func loadCases(t testing.TB) []goldenCase {
-	b, err := os.ReadFile("testdata/cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
 	var cases []goldenCase
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	golden.ReadJSON(t, filepath.Join("testdata", "cases.json"), &cases)
 	return cases
 }
 

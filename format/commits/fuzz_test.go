@@ -2,18 +2,16 @@ package commits
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 func seedFiles(f *testing.F, ext string) {
-	fs, _ := filepath.Glob(filepath.Join("testdata", "cases", "*", "files", "*", "*"+ext))
-	for _, p := range fs {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
+	for _, b := range golden.Seeds(f, filepath.Join("testdata", "cases", "*", "files", "*", "*"+ext)) {
+		f.Add(b)
 	}
 }
 

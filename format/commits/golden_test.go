@@ -2,7 +2,6 @@ package commits
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // The cases under testdata/cases were written by TileDB 2.30 with
@@ -55,20 +55,10 @@ type loadedCase struct {
 
 func loadCases(t *testing.T) []loadedCase {
 	t.Helper()
-	dirs, err := filepath.Glob("testdata/cases/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
 	var out []loadedCase
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "case.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range golden.Glob(t, "testdata/cases/*") {
 		var c loadedCase
-		if err := json.Unmarshal(b, &c.goldenCase); err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
+		golden.ReadJSON(t, filepath.Join(d, "case.json"), &c.goldenCase)
 		c.dir = d
 		conv := func(es []goldenEntry) []Entry {
 			var r []Entry

@@ -1,12 +1,12 @@
 package fragmeta
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // fuzzLayouts are the field layouts the fuzzers decode with: fixed and
@@ -14,16 +14,7 @@ import (
 var fuzzLayouts = []Layout{layout2i32, layoutVarDim}
 
 func goldenFiles(f *testing.F, pattern string) [][]byte {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*", pattern))
-	var out [][]byte
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
+	return golden.Seeds(f, filepath.Join("testdata", "*", pattern))
 }
 
 func FuzzFooter(f *testing.F) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // The golden cases are written by python_tests/golden/fragmeta_cases.py
@@ -89,14 +90,8 @@ func loadCases(t *testing.T) map[string]*goldenCase {
 	}
 	out := map[string]*goldenCase{}
 	for _, p := range dirs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var c goldenCase
-		if err := json.Unmarshal(b, &c); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+		golden.ReadJSON(t, p, &c)
 		out[filepath.Base(filepath.Dir(p))] = &c
 	}
 	return out

@@ -2,21 +2,16 @@ package schema
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 func goldenPayloads(f *testing.F, pattern string) [][]byte {
-	m, _ := filepath.Glob(filepath.Join("testdata", pattern))
 	var out [][]byte
-	for _, p := range m {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range golden.Seeds(f, filepath.Join("testdata", pattern)) {
 		_, payload, _, err := gentile.Decode(b, nil)
 		if err != nil {
 			f.Fatal(err)

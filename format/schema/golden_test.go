@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/pipeline"
+	"github.com/tileflight/tileflight/internal/golden"
 )
 
 // The golden files are written by python_tests/golden/schema_cases.py with
@@ -81,12 +81,8 @@ type goldenCase struct {
 
 func goldenCases(t *testing.T) []string {
 	t.Helper()
-	m, err := filepath.Glob("testdata/*.json")
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
 	var out []string
-	for _, f := range m {
+	for _, f := range golden.Glob(t, "testdata/*.json") {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".json"))
 	}
 	sort.Strings(out)
@@ -95,23 +91,14 @@ func goldenCases(t *testing.T) []string {
 
 func readGolden(t *testing.T, name string) goldenCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g goldenCase
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatalf("%s.json: %v", name, err)
-	}
+	golden.ReadJSON(t, "testdata/"+name+".json", &g)
 	return g
 }
 
 func payloadOf(t *testing.T, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := golden.Read(t, path)
 	_, p, n, err := gentile.Decode(b, nil)
 	if err != nil || n != len(b) {
 		t.Fatalf("%s: generic tile: n=%d/%d %v", path, n, len(b), err)
