@@ -34,13 +34,7 @@ func seedGolden(f *testing.F, prefix string) {
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
-		dt, _ := datatype.Parse(c.Type)
-		ti := uint8(0)
-		for i, t := range fuzzTypes {
-			if t == dt {
-				ti = uint8(i)
-			}
-		}
+		ti := fuzzTypeIndex(c.Type)
 		want := readGz(f, c.Name+".out.gz")
 		if c.isVar() {
 			if _, err := os.Stat(filepath.Join("testdata", c.Name+".var.gz")); err == nil {
@@ -54,6 +48,28 @@ func seedGolden(f *testing.F, prefix string) {
 			f.Add(tile, uint32(len(want)), ti, uint16(c.N))
 		}
 	}
+}
+
+// fuzzTypeIndex is the index in fuzzTypes of the datatype TileDB names
+// name, or 0 when it is not one of them.
+func fuzzTypeIndex(name string) uint8 {
+	dt, _ := datatype.Parse(name)
+	ti := uint8(0)
+	for i, t := range fuzzTypes {
+		if t == dt {
+			ti = uint8(i)
+		}
+	}
+	return ti
+}
+
+// fuzzFilter runs a fuzz target for the single filter ft, seeded with the
+// TileDB-written tiles whose case name starts with prefix.
+func fuzzFilter(f *testing.F, prefix string, ft pipeline.FilterType) {
+	seedGolden(f, prefix)
+	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
+		fuzzOne(t, ft, tile, size, ti, cells)
+	})
 }
 
 func fuzzOne(t *testing.T, ft pipeline.FilterType, tile []byte, size uint32, ti uint8, cells uint16) {
@@ -106,61 +122,21 @@ func runPipeline(t *testing.T, pl pipeline.Pipeline, dt datatype.Datatype, tile 
 	}
 }
 
-func FuzzUnfilterGzip(f *testing.F) {
-	seedGolden(f, "gzip_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.Gzip, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterGzip(f *testing.F) { fuzzFilter(f, "gzip_", pipeline.Gzip) }
 
-func FuzzUnfilterZstd(f *testing.F) {
-	seedGolden(f, "zstd_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.Zstd, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterZstd(f *testing.F) { fuzzFilter(f, "zstd_", pipeline.Zstd) }
 
-func FuzzUnfilterLZ4(f *testing.F) {
-	seedGolden(f, "lz4_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.LZ4, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterLZ4(f *testing.F) { fuzzFilter(f, "lz4_", pipeline.LZ4) }
 
-func FuzzUnfilterBzip2(f *testing.F) {
-	seedGolden(f, "bzip2_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.Bzip2, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterBzip2(f *testing.F) { fuzzFilter(f, "bzip2_", pipeline.Bzip2) }
 
-func FuzzUnfilterRLE(f *testing.F) {
-	seedGolden(f, "rle_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.RLE, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterRLE(f *testing.F) { fuzzFilter(f, "rle_", pipeline.RLE) }
 
-func FuzzUnfilterDictionary(f *testing.F) {
-	seedGolden(f, "dictionary_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.Dictionary, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterDictionary(f *testing.F) { fuzzFilter(f, "dictionary_", pipeline.Dictionary) }
 
-func FuzzUnfilterDelta(f *testing.F) {
-	seedGolden(f, "delta_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.Delta, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterDelta(f *testing.F) { fuzzFilter(f, "delta_", pipeline.Delta) }
 
-func FuzzUnfilterDoubleDelta(f *testing.F) {
-	seedGolden(f, "double_delta_")
-	f.Fuzz(func(t *testing.T, tile []byte, size uint32, ti uint8, cells uint16) {
-		fuzzOne(t, pipeline.DoubleDelta, tile, size, ti, cells)
-	})
-}
+func FuzzUnfilterDoubleDelta(f *testing.F) { fuzzFilter(f, "double_delta_", pipeline.DoubleDelta) }
 
 // FuzzUnfilterPipeline takes the serialized pipeline from the input too,
 // so any filter combination (including package codecs') is exercised.
@@ -176,13 +152,7 @@ func FuzzUnfilterPipeline(f *testing.F) {
 		if len(tile) > maxSeed {
 			continue
 		}
-		dt, _ := datatype.Parse(c.Type)
-		ti := uint8(0)
-		for i, t := range fuzzTypes {
-			if t == dt {
-				ti = uint8(i)
-			}
-		}
+		ti := fuzzTypeIndex(c.Type)
 		f.Add(w.Bytes(), tile, uint32(len(want)), ti, uint16(c.N))
 	}
 	f.Fuzz(func(t *testing.T, pb, tile []byte, size uint32, ti uint8, cells uint16) {
