@@ -473,6 +473,8 @@ func TestToTileDBConveniences(t *testing.T) {
 		{name: "int -> datetime", f: fld("t", dt.DatetimeMs, 1), arr: i64(7), data: le([]int64{7})},
 		{name: "date32 -> datetime_ms", f: fld("t", dt.DatetimeMs, 1), arr: date32(1, -1), data: le([]int64{86400000, -86400000})},
 		{name: "time32[s] -> time_ms", f: fld("t", dt.TimeMs, 1), arr: time32s(2), data: le([]int64{2000})},
+		{name: "date32 zero -> datetime_as", f: fld("t", dt.DatetimeAs, 1), arr: date32(0, 0), data: le([]int64{0, 0})},
+		{name: "date32 -> datetime_as beyond int64", f: fld("t", dt.DatetimeAs, 1), arr: date32(0, 1), err: "row 1: date32 value"},
 		{name: "date32 -> datetime_week inexact", f: fld("t", dt.DatetimeWeek, 1), arr: date32(7, 8), err: "row 1: date32 value"},
 		{name: "timestamp -> time", f: fld("t", dt.TimeMs, 1), arr: ts(arrow.Second, 0), err: "expected time32[ms]"},
 		{name: "list -> var int32", f: fld("v", dt.Int32, VarNum), arr: list([][]int64{{1, 2}, {}, {3}}), data: le([]int32{1, 2, 3}), offs: u64s(0, 8, 8)},

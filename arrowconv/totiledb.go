@@ -737,22 +737,22 @@ func toTemporal(f Field, arr arrow.Array, mismatch func() error) ([]byte, error)
 		}
 		return castNumbers(f, arr, datatype.Int64, mismatch)
 	}
-	switch arr.DataType().ID() {
-	case arrow.DATE32, arrow.TIME32:
+	narrow := arr.DataType().ID() == arrow.DATE32 || arr.DataType().ID() == arrow.TIME32
+	size := 8
+	if narrow {
+		size = 4
+	}
+	raw := rawValues(arr, size)
+	if raw == nil {
+		return nil, fmt.Errorf("column %q: malformed %s array: %w", f.Name, arr.DataType(), ErrMismatch)
+	}
+	if narrow {
 		// 32-bit ticks: widen before scaling.
-		raw := rawValues(arr, 4)
-		if raw == nil {
-			return nil, fmt.Errorf("column %q: malformed %s array: %w", f.Name, arr.DataType(), ErrMismatch)
-		}
 		ticks = make([]int64, n)
 		for i, v := range view[int32](raw) {
 			ticks[i] = int64(v)
 		}
-	default:
-		raw := rawValues(arr, 8)
-		if raw == nil {
-			return nil, fmt.Errorf("column %q: malformed %s array: %w", f.Name, arr.DataType(), ErrMismatch)
-		}
+	} else {
 		if from == f.Type {
 			return raw, nil
 		}
@@ -768,18 +768,26 @@ func toTemporal(f Field, arr arrow.Array, mismatch func() error) ([]byte, error)
 		return fmt.Errorf("column %q: row %d: %s value %s is not a whole number of %s ticks (or out of range): %w",
 			f.Name, i, arr.DataType(), valueString(arr, i), f.Type, ErrMismatch)
 	}
-	if af.Cmp(at) >= 0 {
-		// Coarser (or equal) source unit: multiply, checking overflow.
-		m := new(big.Int).Quo(af, at)
-		if !m.IsInt64() {
-			for i, v := range ticks {
-				if v != 0 && !(hasNulls && arr.IsNull(i)) {
-					return nil, badRow(i)
-				}
+	// ratio is the coarser unit over the finer one.
+	coarser := af.Cmp(at) >= 0
+	ratio := new(big.Int)
+	if coarser {
+		ratio.Quo(af, at)
+	} else {
+		ratio.Quo(at, af)
+	}
+	if !ratio.IsInt64() {
+		// Beyond int64 only a zero tick converts in either direction.
+		for i, v := range ticks {
+			if v != 0 && !(hasNulls && arr.IsNull(i)) {
+				return nil, badRow(i)
 			}
-			return arrow.Int64Traits.CastToBytes(out), nil
 		}
-		k := m.Int64()
+		return arrow.Int64Traits.CastToBytes(out), nil
+	}
+	k := ratio.Int64()
+	if coarser {
+		// Coarser (or equal) source unit: multiply, checking overflow.
 		for i, v := range ticks {
 			p := v * k
 			if v != 0 && (p/k != v || (v == -1 && k == -1)) {
@@ -791,16 +799,6 @@ func toTemporal(f Field, arr arrow.Array, mismatch func() error) ([]byte, error)
 			out[i] = p
 		}
 	} else {
-		d := new(big.Int).Quo(at, af)
-		if !d.IsInt64() {
-			for i, v := range ticks {
-				if v != 0 && !(hasNulls && arr.IsNull(i)) {
-					return nil, badRow(i)
-				}
-			}
-			return arrow.Int64Traits.CastToBytes(out), nil
-		}
-		k := d.Int64()
 		for i, v := range ticks {
 			if v%k != 0 {
 				if hasNulls && arr.IsNull(i) {
