@@ -155,6 +155,20 @@ func (s *Service) arrayOf(ctx context.Context, body []byte) (string, *query.Time
 	return *b.Array, ts, nil
 }
 
+// openArrayOf opens the array an action body names, at the body's
+// timestamp range.
+func (s *Service) openArrayOf(ctx context.Context, body []byte) (string, *array.Array, error) {
+	name, ts, err := s.arrayOf(ctx, body)
+	if err != nil {
+		return "", nil, err
+	}
+	a, err := s.openArray(ctx, name, ts)
+	if err != nil {
+		return "", nil, err
+	}
+	return name, a, nil
+}
+
 func (s *Service) actListArrays(ctx context.Context, body []byte) (any, error) {
 	var b struct {
 		Prefix string `json:"prefix"`
@@ -179,11 +193,7 @@ func (s *Service) actListArrays(ctx context.Context, body []byte) (any, error) {
 }
 
 func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
-	name, ts, err := s.arrayOf(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	a, err := s.openArray(ctx, name, ts)
+	name, a, err := s.openArrayOf(ctx, body)
 	if err != nil {
 		return nil, err
 	}
@@ -321,11 +331,7 @@ type fragmentJSON struct {
 }
 
 func (s *Service) actListFragments(ctx context.Context, body []byte) (any, error) {
-	name, ts, err := s.arrayOf(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	a, err := s.openArray(ctx, name, ts)
+	name, a, err := s.openArrayOf(ctx, body)
 	if err != nil {
 		return nil, err
 	}
@@ -369,11 +375,7 @@ func jsonValue(t datatype.Datatype, b []byte) any {
 }
 
 func (s *Service) actGetMetadata(ctx context.Context, body []byte) (any, error) {
-	name, ts, err := s.arrayOf(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	a, err := s.openArray(ctx, name, ts)
+	name, a, err := s.openArrayOf(ctx, body)
 	if err != nil {
 		return nil, err
 	}
