@@ -38,6 +38,9 @@ type Options struct {
 	FullOverlapOnly bool
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
+	// Cache, when set, keeps decoded schemas and fragment metadata across
+	// Opens (directory listings are always read anew).
+	Cache *Cache
 }
 
 // Array is an opened array.
@@ -63,6 +66,7 @@ type Array struct {
 	Encrypted bool
 
 	codec gentile.Codec
+	cache *Cache
 }
 
 // Fragment is one visible fragment.
@@ -110,7 +114,8 @@ func isArrayListing(entries []storage.Entry) bool {
 
 // Open opens the array at dir.
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
-	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End, codec: gentile.Codec{EncryptionKey: opt.EncryptionKey}}
+	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End,
+		codec: gentile.Codec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
 	if a.End == 0 {
 		a.End = uint64(time.Now().UnixMilli())
 	}
@@ -177,20 +182,11 @@ func (a *Array) loadSchemas(ctx context.Context, root []storage.Entry) error {
 	a.Schemas = make(map[string]*schema.ArraySchema, len(files))
 	var current *schema.ArraySchema
 	for _, f := range files {
-		b, err := a.readFile(ctx, f)
+		s, encrypted, err := a.loadSchema(ctx, f)
 		if err != nil {
-			return dataLoss(fmt.Errorf("schema %s: %w", f, err))
+			return err
 		}
-		h, payload, _, err := gentile.Decode(b, a.codec)
-		if err != nil {
-			return dataLoss(fmt.Errorf("schema %s: %w", f, err))
-		}
-		a.Encrypted = a.Encrypted || h.EncryptionType != 0
-		s, err := schema.Decode(payload)
-		if err != nil {
-			return dataLoss(fmt.Errorf("schema %s: %w", f, err))
-		}
-		s.Name = path.Base(f)
+		a.Encrypted = a.Encrypted || encrypted
 		a.Schemas[s.Name] = s
 		// The schema in force is the last one (in TileDB's order) whose
 		// timestamp is not after the end of the open range; when every
@@ -209,11 +205,66 @@ func (a *Array) loadSchemas(ctx context.Context, root []storage.Entry) error {
 			current = s
 		}
 	}
-	a.Schema = current
-	return a.loadEnumerations(ctx, current)
+	withEnums, err := a.loadEnumerations(ctx, current)
+	if err != nil {
+		return err
+	}
+	a.Schema = withEnums
+	a.Schemas[withEnums.Name] = withEnums
+	if withEnums != current && withEnums.Name != names.LegacySchemaFile {
+		a.cache.put(a.schemaKey(path.Join(names.SchemaDir, withEnums.Name)), &cachedSchema{s: withEnums, encrypted: a.Encrypted})
+	}
+	return nil
 }
 
-func (a *Array) loadEnumerations(ctx context.Context, s *schema.ArraySchema) error {
+func (a *Array) schemaKey(rel string) string {
+	return cacheKey(a.Store, "schema", a.Dir, rel, 0, a.codec.EncryptionKey)
+}
+
+// loadSchema decodes one schema file (rel to the array), or takes it from
+// the cache: schema files never change under their timestamped names.
+func (a *Array) loadSchema(ctx context.Context, rel string) (*schema.ArraySchema, bool, error) {
+	key := a.schemaKey(rel)
+	if v, ok := a.cache.get(key); ok {
+		cs := v.(*cachedSchema)
+		return cs.s, cs.encrypted, nil
+	}
+	b, err := a.readFile(ctx, rel)
+	if err != nil {
+		return nil, false, dataLoss(fmt.Errorf("schema %s: %w", rel, err))
+	}
+	h, payload, _, err := gentile.Decode(b, a.codec)
+	if err != nil {
+		return nil, false, dataLoss(fmt.Errorf("schema %s: %w", rel, err))
+	}
+	s, err := schema.Decode(payload)
+	if err != nil {
+		return nil, false, dataLoss(fmt.Errorf("schema %s: %w", rel, err))
+	}
+	s.Name = path.Base(rel)
+	encrypted := h.EncryptionType != 0
+	// The legacy __array_schema.tdb can be rewritten in place by old
+	// TileDB versions; only timestamped schema files are cached.
+	if s.Name != names.LegacySchemaFile {
+		a.cache.put(key, &cachedSchema{s: s, encrypted: encrypted})
+	}
+	return s, encrypted, nil
+}
+
+// loadEnumerations returns s with its enumerations loaded: s itself when
+// they already are, else a copy (a cached schema is shared and never
+// modified).
+func (a *Array) loadEnumerations(ctx context.Context, s *schema.ArraySchema) (*schema.ArraySchema, error) {
+	complete := true
+	for _, ref := range s.Enumerations {
+		complete = complete && ref.Enum != nil
+	}
+	if complete {
+		return s, nil
+	}
+	cp := *s
+	cp.Enumerations = append([]schema.EnumerationRef(nil), s.Enumerations...)
+	s = &cp
 	for i := range s.Enumerations {
 		ref := &s.Enumerations[i]
 		if ref.Enum != nil {
@@ -222,19 +273,19 @@ func (a *Array) loadEnumerations(ctx context.Context, s *schema.ArraySchema) err
 		rel := path.Join(names.SchemaDir, names.EnumerationsDir, ref.PathName)
 		b, err := a.readFile(ctx, rel)
 		if err != nil {
-			return dataLoss(fmt.Errorf("enumeration %q (%s): %w", ref.Name, rel, err))
+			return nil, dataLoss(fmt.Errorf("enumeration %q (%s): %w", ref.Name, rel, err))
 		}
 		_, payload, _, err := gentile.Decode(b, a.codec)
 		if err != nil {
-			return dataLoss(fmt.Errorf("enumeration %q: %w", ref.Name, err))
+			return nil, dataLoss(fmt.Errorf("enumeration %q: %w", ref.Name, err))
 		}
 		e, err := schema.DecodeEnumeration(payload)
 		if err != nil {
-			return dataLoss(fmt.Errorf("enumeration %q: %w", ref.Name, err))
+			return nil, dataLoss(fmt.Errorf("enumeration %q: %w", ref.Name, err))
 		}
 		ref.Enum = e
 	}
-	return nil
+	return s, nil
 }
 
 func toEntries(es []storage.Entry) []commits.Entry {
@@ -305,15 +356,26 @@ func cellsPerTile(s *schema.ArraySchema) uint64 {
 const openParallelism = 16
 
 func (a *Array) openFragments(ctx context.Context) error {
+	a.Fragments = make([]*Fragment, len(a.View.Fragments))
+	missing := false
+	for i, cf := range a.View.Fragments {
+		a.Fragments[i] = a.cachedFragment(cf)
+		missing = missing || a.Fragments[i] == nil
+	}
+	if !missing {
+		return nil
+	}
 	footers, err := a.consolidatedFooters(ctx)
 	if err != nil {
 		return err
 	}
-	a.Fragments = make([]*Fragment, len(a.View.Fragments))
 	errs := make([]error, len(a.View.Fragments))
 	sem := make(chan struct{}, openParallelism)
 	var wg sync.WaitGroup
 	for i, cf := range a.View.Fragments {
+		if a.Fragments[i] != nil {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(i int, cf commits.Fragment) {
@@ -325,10 +387,38 @@ func (a *Array) openFragments(ctx context.Context) error {
 				return
 			}
 			a.Fragments[i] = f
+			a.cache.put(a.fragmentKey(cf), &cachedFragment{schemaName: f.Schema.Name, layout: f.Layout, meta: f.Meta})
 		}(i, cf)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// cachedFragment is what the cache keeps of an opened fragment: a
+// committed fragment never changes, and its metadata object keeps the
+// sections queries have loaded.
+type cachedFragment struct {
+	schemaName string
+	layout     fragmeta.Layout
+	meta       *fragmeta.Fragment
+}
+
+func (a *Array) fragmentKey(cf commits.Fragment) string {
+	return cacheKey(a.Store, "fragment", a.Dir, cf.Path, 0, a.codec.EncryptionKey)
+}
+
+// cachedFragment returns the fragment from the cache, or nil.
+func (a *Array) cachedFragment(cf commits.Fragment) *Fragment {
+	v, ok := a.cache.get(a.fragmentKey(cf))
+	if !ok {
+		return nil
+	}
+	c := v.(*cachedFragment)
+	s := a.Schemas[c.schemaName]
+	if s == nil {
+		return nil
+	}
+	return &Fragment{Fragment: cf, Schema: s, Layout: c.layout, Meta: c.meta}
 }
 
 // consolidatedFooter locates one fragment's footer in a consolidated
@@ -369,8 +459,12 @@ func (a *Array) openFragment(ctx context.Context, cf commits.Fragment, cons *con
 		return nil, err
 	}
 	size := uint64(info.Size)
+	// Sections load lazily, possibly during a later query when the
+	// fragment comes from the cache: the reads must not die with the
+	// context of the Open that made them.
+	rctx := context.WithoutCancel(ctx)
 	read := func(off, n uint64) ([]byte, error) {
-		return a.Store.GetRange(ctx, key, int64(off), int64(n))
+		return a.Store.GetRange(rctx, key, int64(off), int64(n))
 	}
 	f := &Fragment{Fragment: cf}
 	version := cf.Version

@@ -47,7 +47,7 @@ func (s *Service) openPlan(ctx context.Context, q *query.Query) (*plan.Plan, err
 	if err := s.checkArray(ctx, q.Array); err != nil {
 		return nil, err
 	}
-	a, err := reader.OpenArray(ctx, s.cfg.Store, q, s.cfg.EncryptionKey)
+	a, err := reader.OpenArrayWith(ctx, s.cfg.Store, q, reader.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache})
 	if err != nil {
 		return nil, s.openErr(ctx, q.Array, err)
 	}

@@ -116,7 +116,7 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
-	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey}
+	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache}
 	if ts != nil {
 		opt.Start, opt.End = ts.Start, ts.End
 	}

@@ -2,6 +2,7 @@ package flight
 
 import (
 	"context"
+	"github.com/tileflight/tileflight/array"
 	"runtime"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
@@ -25,6 +26,9 @@ type Config struct {
 	// a query needing more fails fast with ResourceExhausted. 0: the
 	// reader's default (4x the budget, at least 1 GiB).
 	MaxWorkingSet int64
+	// CacheEntries bounds the schemas and fragments whose decoded metadata
+	// stays cached between queries (0: array.DefaultCacheEntries).
+	CacheEntries int
 	// Workers bounds the goroutines one query uses to fetch and unfilter
 	// tiles (0: GOMAXPROCS).
 	Workers int
@@ -51,6 +55,8 @@ type Service struct {
 	aflight.BaseFlightServer
 	cfg     Config
 	streams chan struct{}
+	// cache keeps decoded schemas and fragment metadata between queries.
+	cache *array.Cache
 }
 
 // NewService returns a Flight service over cfg.Store.
@@ -61,7 +67,7 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
-	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams)}
+	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries)}
 }
 
 // acquireStream takes one of the concurrent stream slots, or says why not.

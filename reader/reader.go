@@ -42,6 +42,9 @@ type Options struct {
 	Workers int
 	// EncryptionKey opens encrypted arrays.
 	EncryptionKey []byte
+	// Cache, when set, keeps decoded schemas and fragment metadata across
+	// reads (see array.Cache); a daemon shares one between its queries.
+	Cache *array.Cache
 }
 
 // source is a read path: dense here, sparse in reader/sparse.
@@ -68,7 +71,7 @@ func Open(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	a, err := OpenArray(ctx, st, q, opt.EncryptionKey)
+	a, err := OpenArrayWith(ctx, st, q, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +86,12 @@ func Open(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*
 // does for a read: dense reads see only fragments whose whole timestamp
 // range lies inside the query's.
 func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte) (*array.Array, error) {
-	ao := array.Options{EncryptionKey: key}
+	return OpenArrayWith(ctx, st, q, Options{EncryptionKey: key})
+}
+
+// OpenArrayWith is OpenArray with the key and cache of opt.
+func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*array.Array, error) {
+	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
 		ao.Start, ao.End = q.Timestamp.Start, q.Timestamp.End
 	}
