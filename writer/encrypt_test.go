@@ -260,6 +260,7 @@ func TestEncryptionKeyRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := listAll(t, st, tc.dir)
+			snap := snapshot(t, st, tc.dir)
 			err := tc.do()
 			if !errors.Is(err, tc.kind) {
 				t.Fatalf("got %v, want kind %v", err, tc.kind)
@@ -267,6 +268,7 @@ func TestEncryptionKeyRefused(t *testing.T) {
 			if after := listAll(t, st, tc.dir); strings.Join(after, ",") != strings.Join(before, ",") {
 				t.Fatalf("the store changed: %v -> %v", before, after)
 			}
+			requireKept(t, st, snap, tc.name)
 		})
 	}
 	if err := DropArrayWith(ctx, st, "enc", ArrayOptions{EncryptionKey: testKey}); err != nil {

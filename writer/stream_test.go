@@ -299,11 +299,7 @@ func TestStreamFailEveryStep(t *testing.T) {
 						t.Fatal(err)
 					}
 					before := listAll(t, mem, "a")
-					snap := map[string]string{}
-					for _, k := range before {
-						b, _ := mem.Get(ctx, k)
-						snap[k] = string(b)
-					}
+					snap := snapshot(t, mem, "a")
 					goodCommits := commitsOf(t, mem, "a")
 					var inj errorfs.Injector = errorfs.FailNth(i, errorfs.Mutating)
 					if late {
@@ -325,11 +321,7 @@ func TestStreamFailEveryStep(t *testing.T) {
 					if fmt.Sprint(cm) != fmt.Sprint(goodCommits) {
 						t.Fatalf("step %d (late %v): commits %v, want %v", i, late, cm, goodCommits)
 					}
-					for k, v := range snap {
-						if b, err := mem.Get(ctx, k); err != nil || string(b) != v {
-							t.Fatalf("step %d: %s changed (%v)", i, k, err)
-						}
-					}
+					requireKept(t, mem, snap, fmt.Sprintf("step %d", i))
 					// The failed write's fragments are deleted, unless the
 					// commit itself failed: it might have landed.
 					if after := listAll(t, mem, "a"); len(after) != len(before) && i != steps-1 {

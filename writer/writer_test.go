@@ -125,6 +125,31 @@ func listAll(t *testing.T, st storage.Store, dir string) []string {
 	return out
 }
 
+// snapshot returns every file under dir with its bytes.
+func snapshot(t *testing.T, st storage.Store, dir string) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	for _, k := range listAll(t, st, dir) {
+		b, err := st.Get(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap[k] = string(b)
+	}
+	return snap
+}
+
+// requireKept fails unless every file of snap is still there with the
+// same bytes.
+func requireKept(t *testing.T, st storage.Store, snap map[string]string, what string) {
+	t.Helper()
+	for k, v := range snap {
+		if b, err := st.Get(context.Background(), k); err != nil || string(b) != v {
+			t.Fatalf("%s: %s changed (%v)", what, k, err)
+		}
+	}
+}
+
 func commitsOf(t *testing.T, st storage.Store, dir string) []string {
 	var out []string
 	for _, k := range listAll(t, st, storage.Join(dir, names.CommitsDir)) {
@@ -233,6 +258,7 @@ func TestValidationWritesNothing(t *testing.T) {
 		}, `"r"`},
 	}
 	before := listAll(t, st, "")
+	snap := snapshot(t, st, "")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.run()
@@ -242,6 +268,7 @@ func TestValidationWritesNothing(t *testing.T) {
 			if after := listAll(t, st, ""); fmt.Sprint(after) != fmt.Sprint(before) {
 				t.Fatalf("store changed: %v", after)
 			}
+			requireKept(t, st, snap, c.name)
 		})
 	}
 }
@@ -294,13 +321,8 @@ func TestFailEveryStep(t *testing.T) {
 				if err := w.do(mem, s, 1); err != nil {
 					t.Fatal(err)
 				}
-				good := listAll(t, mem, "a")
+				snap := snapshot(t, mem, "a")
 				goodCommits := commitsOf(t, mem, "a")
-				snap := map[string]string{}
-				for _, k := range good {
-					b, _ := mem.Get(ctx, k)
-					snap[k] = string(b)
-				}
 				fs := errorfs.Wrap(mem, errorfs.FailNth(i, errorfs.Mutating))
 				if err := w.do(fs, s, 2); !errors.Is(err, errorfs.ErrInjected) {
 					t.Fatalf("step %d: got %v", i, err)
@@ -308,12 +330,7 @@ func TestFailEveryStep(t *testing.T) {
 				if c := commitsOf(t, mem, "a"); fmt.Sprint(c) != fmt.Sprint(goodCommits) {
 					t.Fatalf("step %d: commits %v, want %v", i, c, goodCommits)
 				}
-				for k, v := range snap {
-					b, err := mem.Get(ctx, k)
-					if err != nil || string(b) != v {
-						t.Fatalf("step %d: %s changed (%v)", i, k, err)
-					}
-				}
+				requireKept(t, mem, snap, fmt.Sprintf("step %d", i))
 			}
 		})
 	}
