@@ -44,7 +44,7 @@ func (r readerStream) Close() error { r.Reader.Close(); return nil }
 // openPlan opens q's array as a read of q would, with the daemon's key
 // (see openArray), and resolves q against it.
 func (s *Service) openPlan(ctx context.Context, q *query.Query) (*plan.Plan, error) {
-	if err := s.checkArray(ctx, q.Array); err != nil {
+	if err := s.checkName(ctx, q.Array); err != nil {
 		return nil, err
 	}
 	a, err := reader.OpenArrayWith(ctx, s.cfg.Store, q, reader.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache})

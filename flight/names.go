@@ -90,6 +90,24 @@ func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, 
 // checkArray validates name and confirms an array lives there: NotFound if
 // not, Unimplemented for Blosc2 NDArray files (not served yet).
 func (s *Service) checkArray(ctx context.Context, name string) error {
+	if err := s.checkName(ctx, name); err != nil {
+		return err
+	}
+	ok, err := array.IsArray(ctx, s.cfg.Store, name)
+	if err != nil {
+		return fmt.Errorf("array %q: %w", name, storageErr(err))
+	}
+	if !ok {
+		return notFound(name)
+	}
+	return nil
+}
+
+// checkName validates an array name and refuses the array kinds that are
+// not served yet; whether the array exists is left to whoever opens it
+// (array.Open lists the directory anyway, so checking first would list it
+// twice on every query).
+func (s *Service) checkName(ctx context.Context, name string) error {
 	if err := query.ValidateArrayName(name); err != nil {
 		return err
 	}
@@ -98,14 +116,11 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 			return errkind.Errorf(errkind.Unimplemented, "array %q: Blosc2 NDArray (.b2nd) files are not served yet", name)
 		}
 	}
-	ok, err := array.IsArray(ctx, s.cfg.Store, name)
-	if err != nil {
-		return fmt.Errorf("array %q: %w", name, storageErr(err))
-	}
-	if !ok {
-		return errkind.Errorf(errkind.NotFound, "no such array %q under the data directory (list them with ListFlights or the list_arrays action)", name)
-	}
 	return nil
+}
+
+func notFound(name string) error {
+	return errkind.Errorf(errkind.NotFound, "no such array %q under the data directory (list them with ListFlights or the list_arrays action)", name)
 }
 
 // openArray opens a TileDB array by name at the query's timestamp, with
@@ -113,7 +128,7 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 // encrypted, so the key opens encrypted arrays and is ignored by the
 // others, and the opened array's Encrypted field tells which it was.
 func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestamp) (*array.Array, error) {
-	if err := s.checkArray(ctx, name); err != nil {
+	if err := s.checkName(ctx, name); err != nil {
 		return nil, err
 	}
 	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache}
@@ -196,6 +211,10 @@ func (s *Service) openErr(ctx context.Context, name string, err error) error {
 	}
 	if errors.Is(err, codecs.ErrDecrypt) {
 		return fmt.Errorf("array %q is encrypted, and this flightd's key does not open it (or the file was altered): %w", name, err)
+	}
+	if errkind.Of(err) == errkind.NotFound {
+		// array.Open says NotFound only when the directory holds no array.
+		return notFound(name)
 	}
 	return fmt.Errorf("array %q: %w", name, storageErr(err))
 }
