@@ -76,6 +76,9 @@ type Query struct {
 	Limit     int64      // -1 = no limit
 	// Partitions is only meaningful to GetFlightInfo (0 = server's choice).
 	Partitions int
+	// Stage is only meaningful to DoPut: write the fragments without
+	// committing them (DESIGN.md §5, staged writes).
+	Stage bool
 }
 
 type rawQuery struct {
@@ -87,6 +90,7 @@ type rawQuery struct {
 	BatchRows  *int64          `json:"batch_rows"`
 	Limit      *int64          `json:"limit"`
 	Partitions *int64          `json:"partitions"`
+	Stage      *bool           `json:"stage"`
 }
 
 func invalid(format string, args ...any) error {
@@ -171,6 +175,9 @@ func Parse(b []byte) (*Query, error) {
 			return nil, invalid("array %q: partitions %d is outside [1, %d]", q.Array, *raw.Partitions, MaxPartitions)
 		}
 		q.Partitions = int(*raw.Partitions)
+	}
+	if raw.Stage != nil {
+		q.Stage = *raw.Stage
 	}
 	return q, nil
 }
@@ -376,6 +383,9 @@ func (q *Query) MarshalJSON() ([]byte, error) {
 	}
 	if q.Partitions > 0 {
 		fmt.Fprintf(&b, `,"partitions":%d`, q.Partitions)
+	}
+	if q.Stage {
+		b.WriteString(`,"stage":true`)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

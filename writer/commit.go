@@ -82,6 +82,17 @@ func (lw *logicalWrite) commit(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// stage hands the written fragments over uncommitted: they are no longer
+// the writer's to delete.
+func (lw *logicalWrite) stage() *Result {
+	res := &Result{Fragments: []string{}}
+	for _, w := range lw.done {
+		res.Fragments = append(res.Fragments, w.name.String())
+	}
+	lw.done = nil
+	return res
+}
+
 // abort deletes the uncommitted fragments, even when ctx is already
 // cancelled (a client going away is the usual reason to abort). What it
 // cannot delete stays invisible: no commit names it.
@@ -89,8 +100,7 @@ func (lw *logicalWrite) abort(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	for _, w := range lw.done {
-		key := storage.Join(lw.dir, names.FragmentKey(w.name))
-		if err := lw.st.DeletePrefix(ctx, key); err != nil {
+		if err := removeFragment(ctx, lw.st, lw.dir, w.name); err != nil {
 			errs = append(errs, fmt.Errorf("removing uncommitted fragment %s: %w", w.name, err))
 		}
 	}
