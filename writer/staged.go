@@ -227,3 +227,17 @@ func removeFragment(ctx context.Context, st storage.Store, dir string, n names.N
 	}
 	return st.DeletePrefix(ctx, key)
 }
+
+// IsCommitted reports whether a commit names the fragment (a v12+
+// fragment name) of the array at dir.
+func IsCommitted(ctx context.Context, st storage.Store, dir, fragment string) (bool, error) {
+	n, err := names.Parse(fragment)
+	if err != nil {
+		return false, invalidf("array %q: %q is not a fragment name", dir, fragment)
+	}
+	ix, err := loadCommitIndex(ctx, st, dir)
+	if err != nil {
+		return false, err
+	}
+	return ix.committed(n), nil
+}

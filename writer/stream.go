@@ -188,7 +188,7 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 	}
 	return &stream{
 		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layoutOf(s),
-		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey},
+		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), ts0: opt.TimestampStart, conc: opt.Concurrency, key: opt.EncryptionKey},
 		buf: buffer{s: s, dims: !dense},
 	}, nil
 }
