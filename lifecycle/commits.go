@@ -148,7 +148,7 @@ func consolidateCommits(ctx context.Context, st storage.Store, dir string, key [
 	if err != nil {
 		return nil, err
 	}
-	n, err := consolidatedName(list[0], list[len(list)-1], v)
+	n, err := consolidatedName(list, v)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.DataLoss, err)
 	}

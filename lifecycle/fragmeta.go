@@ -43,7 +43,11 @@ func consolidateFragmentMeta(ctx context.Context, st storage.Store, dir string, 
 		return &Result{}, nil
 	}
 	v := writeVersion(a.Schema)
-	n, err := consolidatedName(frags[0].Name, frags[len(frags)-1].Name, v)
+	fnames0 := make([]string, len(frags))
+	for i, f := range frags {
+		fnames0[i] = f.Name
+	}
+	n, err := consolidatedName(fnames0, v)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.DataLoss, err)
 	}

@@ -74,7 +74,7 @@ type VacuumResult struct {
 	Removed []string `json:"removed"`
 	// Uncommitted lists fragments removed because no commit names them
 	// and they are older than the grace period.
-	Uncommitted []string `json:"uncommitted,omitempty"`
+	Uncommitted []string `json:"uncommitted"`
 }
 
 // Consolidate consolidates the array at dir in the given mode.
@@ -131,17 +131,27 @@ func listFiles(ctx context.Context, st storage.Store, dir, sub string) ([]string
 
 // consolidatedName is TileDB's generate_consolidated_fragment_name: the
 // start of the first item, the end of the last, a new UUID, the version.
-func consolidatedName(first, last string, version uint32) (names.Name, error) {
-	f, err := names.Parse(lastSeg(first))
-	if err != nil {
-		return names.Name{}, err
+// Items sorted by name (commit paths) can put a later start first
+// ("__10_..." sorts before "__1_..."), where TileDB 2.30 fails with "start
+// timestamp cannot be after end timestamp"; the name then spans the
+// smallest start and largest end of all the items instead.
+func consolidatedName(items []string, version uint32) (names.Name, error) {
+	ns := make([]names.Name, len(items))
+	for i, it := range items {
+		n, err := names.Parse(lastSeg(it))
+		if err != nil {
+			return names.Name{}, err
+		}
+		ns[i] = n
 	}
-	l, err := names.Parse(lastSeg(last))
-	if err != nil {
-		return names.Name{}, err
+	t1, _ := ns[0].Range()
+	_, t2 := ns[len(ns)-1].Range()
+	if t1 > t2 {
+		for _, n := range ns {
+			a, b := n.Range()
+			t1, t2 = min(t1, a), max(t2, b)
+		}
 	}
-	t1, _ := f.Range()
-	_, t2 := l.Range()
 	return names.New(t1, t2, version), nil
 }
 

@@ -86,7 +86,7 @@ func vacuumFragments(ctx context.Context, st storage.Store, dir string, opt Vacu
 		}
 	}
 	if len(ignore) > 0 {
-		n, err := consolidatedName(ignore[0], ignore[len(ignore)-1], writer.FormatVersion)
+		n, err := consolidatedName(ignore, writer.FormatVersion)
 		if err != nil {
 			return nil, err
 		}
