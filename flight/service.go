@@ -1,6 +1,8 @@
 package flight
 
 import (
+	"time"
+
 	"context"
 	"github.com/tileflight/tileflight/array"
 	"runtime"
@@ -42,6 +44,9 @@ type Config struct {
 	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
 	// become several fragments committed together.
 	MaxFragmentBytes int64
+	// VacuumGrace is how old an uncommitted fragment must be before a
+	// fragments vacuum removes it (0: never).
+	VacuumGrace time.Duration
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
 	// Tokens, when not empty, turns on bearer-token authentication: the

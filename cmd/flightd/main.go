@@ -62,6 +62,7 @@ type serveConfig struct {
 	tokensFile      string
 	tokens          string
 	shutdownTimeout time.Duration
+	vacuumGrace     time.Duration
 }
 
 // parseServeFlags parses args with environment fallbacks.
@@ -89,6 +90,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
+	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()
@@ -195,7 +197,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
-		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes,
+		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
 		Tokens: tokens,
 	}
 	if c.key != "" {
