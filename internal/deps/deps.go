@@ -12,5 +12,6 @@ import (
 	_ "github.com/pierrec/lz4/v4"
 	_ "github.com/rs/zerolog"
 	_ "golang.org/x/image/webp"
+	_ "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "google.golang.org/grpc"
 )
