@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/internal/s3test"
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
 )
 

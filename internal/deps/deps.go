@@ -6,12 +6,12 @@ package deps
 
 import (
 	_ "github.com/apache/arrow-go/v18/arrow/flight"
+	_ "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/dsnet/compress/bzip2"
 	_ "github.com/google/uuid"
 	_ "github.com/klauspost/compress/zstd"
 	_ "github.com/pierrec/lz4/v4"
 	_ "github.com/rs/zerolog"
 	_ "golang.org/x/image/webp"
-	_ "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "google.golang.org/grpc"
 )
