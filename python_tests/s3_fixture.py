@@ -81,15 +81,20 @@ def moto():
         m.stop()
 
 
-def tiledb_ctx(endpoint):
-    """A TileDB context whose S3 VFS talks to the test server."""
-    import tiledb
+def tiledb_s3_config(endpoint):
+    """TileDB config parameters pointing its S3 VFS at the test server."""
     host = endpoint.split("://", 1)[1]
-    return tiledb.Ctx(tiledb.Config({
+    return {
         "vfs.s3.endpoint_override": host, "vfs.s3.scheme": "http", "vfs.s3.use_virtual_addressing": "false",
         "vfs.s3.aws_access_key_id": ACCESS_KEY, "vfs.s3.aws_secret_access_key": SECRET_KEY,
         "vfs.s3.region": REGION, "vfs.s3.verify_ssl": "false",
-    }))
+    }
+
+
+def tiledb_ctx(endpoint):
+    """A TileDB context whose S3 VFS talks to the test server."""
+    import tiledb
+    return tiledb.Ctx(tiledb.Config(tiledb_s3_config(endpoint)))
 
 
 def s3_flags(endpoint, *extra):

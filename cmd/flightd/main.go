@@ -97,7 +97,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.peers, "peers", "", "the other nodes serving the same -data, grpc://HOST:PORT,... (this node's own URL may be listed); needs -advertise")
 	fs.DurationVar(&c.peerInterval, "peer-check-interval", 2*time.Second, "how often each peer's gRPC health is checked")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
+		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
