@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// Handshake trades credentials for a bearer token, and read-only
 	// tokens may not write (AuthInterceptors does the per-call check).
 	Tokens Tokens
+	// Metrics, when not nil, receives what DoPut commits and aborts (see
+	// also AccessLogWith and Gauges).
+	Metrics *metrics.Metrics
 }
 
 // Service implements the Flight RPCs.
@@ -79,7 +83,7 @@ func (s *Service) acquireStream() (release func(), err error) {
 		return func() { <-s.streams }, nil
 	default:
 		return nil, errkind.Errorf(errkind.ResourceExhausted,
-			"%d streams are already running (the -max-concurrent-streams limit); retry later", cap(s.streams))
+			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
 	}
 }
 
