@@ -24,8 +24,13 @@ $(VENV)/.stamp: python_tests/requirements.txt
 	$(VENV)/bin/pip install --quiet -r python_tests/requirements.txt
 	touch $@
 
+# The version stamp: `flightd version` prints it (see cmd/flightd/ops.go).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/flightd ./cmd/flightd
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flightd ./cmd/flightd
 
 vet:
 	$(GO) vet ./...

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// and its live peers (see cluster.go); nil: endpoints carry no
 	// locations (= this server).
 	Cluster *Cluster
+
+	// Metrics, when not nil, receives what DoPut commits and aborts (see
+	// also AccessLogWith and Gauges).
+	Metrics *metrics.Metrics
 }
 
 // Service implements the Flight RPCs.
@@ -88,7 +93,7 @@ func (s *Service) acquireStream() (release func(), err error) {
 		return func() { <-s.streams }, nil
 	default:
 		return nil, errkind.Errorf(errkind.ResourceExhausted,
-			"%d streams are already running (the -max-concurrent-streams limit); retry later", cap(s.streams))
+			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
 	}
 }
 

@@ -56,6 +56,9 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	if err != nil {
 		return toStatus(err)
 	}
+	if len(res.Fragments) > 0 {
+		s.cfg.Metrics.PutCommitted(len(res.Fragments))
+	}
 	meta, err := json.Marshal(res)
 	if err != nil {
 		return toStatus(err)
@@ -132,6 +135,12 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	// Abort is a no-op after a successful Commit, and after a failed one
 	// it keeps what the commit object may already name.
 	defer w.Abort()
+	committed := false
+	defer func() {
+		if !committed {
+			s.cfg.Metrics.PutAborted()
+		}
+	}()
 
 	var rows, bytes int64
 	for rdr.Next() {
@@ -161,6 +170,7 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has %d rows", q.Array, dense.describe(sch), dense.cells, rows)
 	}
 	if rows == 0 {
+		committed = true // nothing to roll back
 		return &putResult{Fragments: []string{}, Staged: q.Stage}, nil
 	}
 	if ctx.Err() != nil {
@@ -174,6 +184,7 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
 	}
+	committed = true
 	frags := res.Fragments
 	if frags == nil {
 		frags = []string{}
