@@ -448,8 +448,16 @@ class Client:
 
 
 def _cancel(writer: Any) -> None:
-    # pyarrow's writer has no cancel; closing without done_writing ends the
-    # stream half-way, which the daemon treats as the client hanging up.
+    # pyarrow's DoPut writer cannot cancel its call, and closing it ends the
+    # stream cleanly, which would commit the rows sent so far. A message
+    # that carries no record batch makes the daemon refuse the stream
+    # instead (reading it fails), so it deletes what it wrote and nothing
+    # becomes visible; test_client.py holds the daemon to this.
+    try:
+        writer.write_metadata(b"tileflight: the client aborted this write")
+        writer.done_writing()
+    except _ARROW_ERRORS:
+        pass
     try:
         writer.close()
     except _ARROW_ERRORS:
