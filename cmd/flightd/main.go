@@ -31,6 +31,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -62,6 +63,9 @@ type serveConfig struct {
 	tokensFile      string
 	tokens          string
 	shutdownTimeout time.Duration
+	pprofListen     string
+	memoryLimit     int64
+	tileCacheBytes  int64
 }
 
 // parseServeFlags parses args with environment fallbacks.
@@ -89,6 +93,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
+	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
+	fs.Int64Var(&c.tileCacheBytes, "tile-cache-bytes", tileio.DefaultCacheBytes, "decoded tiles kept between queries, in bytes (tiles above an eighth of it are not kept); 0: no cache")
+	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, "soft limit in bytes on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else 2x -memory-budget + 128 MiB; -1: none")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()
@@ -189,6 +196,14 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 			return fmt.Errorf("demo arrays: %w", err)
 		}
 	}
+	applyMemoryLimit(c, log)
+	if c.pprofListen != "" {
+		stop, err := servePprof(c.pprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	tokens, err := flight.LoadTokens(c.tokensFile, c.tokens)
 	if err != nil {
 		return err
@@ -196,7 +211,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes,
-		Tokens: tokens,
+		Tokens: tokens, TileCacheBytes: c.tileCacheBytes,
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)

@@ -97,6 +97,8 @@ type Options struct {
 	MaxWorkingSet int64
 	// EncryptionKey decodes encrypted arrays.
 	EncryptionKey []byte
+	// Cache, when set, keeps decoded tiles across loaders (queries).
+	Cache *Cache
 }
 
 // Loader loads tiles of one opened array. It is safe for concurrent use.
@@ -302,6 +304,13 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		return nil, err
 	}
 	tile := &Tile{charge: charge, loader: l}
+	var key string
+	if l.opt.Cache != nil {
+		key = cacheKey(l.arr, frag, name, t, l.opt.EncryptionKey)
+		if l.opt.Cache.get(key, tile) {
+			return tile, nil
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -363,6 +372,9 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		tile.Validity = v
 	}
 	ok = true
+	if l.opt.Cache != nil {
+		l.opt.Cache.put(key, tile)
+	}
 	return tile, nil
 }
 
