@@ -82,7 +82,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.IntVar(&c.maxMessageBytes, "max-message-bytes", 64<<20, "largest gRPC message accepted")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
-	fs.Int64Var(&c.memoryBudget, "memory-budget", 512<<20, "decoded bytes one query may hold at once")
+	fs.Int64Var(&c.memoryBudget, "memory-budget", tileio.DefaultMemoryBudget, "decoded bytes one query may hold at once")
 	fs.Int64Var(&c.maxWorkingSet, "max-working-set", 0, "most decoded bytes a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
@@ -95,7 +95,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	fs.Int64Var(&c.tileCacheBytes, "tile-cache-bytes", tileio.DefaultCacheBytes, "decoded tiles kept between queries, in bytes (tiles above an eighth of it are not kept); 0: no cache")
-	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, "soft limit in bytes on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else 2x -memory-budget + 128 MiB; -1: none")
+	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, "soft limit in bytes on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 128 MiB; -1: none")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()

@@ -19,8 +19,10 @@ import (
 // memoryLimit is the soft heap limit the daemon runs under. Decoded tiles
 // are large, short-lived allocations: with the default GOGC the heap may
 // grow to twice the live tiles before a collection, so a streamed scan
-// would hold its budget twice over. A limit just above what the queries
-// may hold makes the collector return that memory in time. GOMEMLIMIT,
+// would hold its budget twice over. A limit just above what a query may
+// hold (its budget, plus the tile cache, the compressed tiles in flight
+// and gRPC's buffers) makes the collector return that memory in time;
+// under heavier load the heap may still grow past it (the limit is soft). GOMEMLIMIT,
 // when set, is the operator's choice and is kept.
 func memoryLimit(c *serveConfig, getenv func(string) string) int64 {
 	switch {
@@ -35,7 +37,7 @@ func memoryLimit(c *serveConfig, getenv func(string) string) int64 {
 	if budget <= 0 {
 		budget = tileio.DefaultMemoryBudget
 	}
-	return 2*budget + 128<<20
+	return budget + 128<<20
 }
 
 func applyMemoryLimit(c *serveConfig, log zerolog.Logger) {

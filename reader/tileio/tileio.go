@@ -40,7 +40,7 @@ const (
 )
 
 // DefaultMemoryBudget bounds the decoded bytes a query holds at once.
-const DefaultMemoryBudget = 512 << 20
+const DefaultMemoryBudget = 128 << 20
 
 // minWorkingSetLimit is the smallest default working-set limit: tiny
 // budgets (tests, constrained deployments) still read arrays whose merge
