@@ -45,6 +45,9 @@ type Options struct {
 	// Cache, when set, keeps decoded schemas and fragment metadata across
 	// reads (see array.Cache); a daemon shares one between its queries.
 	Cache *array.Cache
+	// TileCache, when set, keeps decoded tiles across reads (see
+	// tileio.Cache); a daemon shares one between its queries.
+	TileCache *tileio.Cache
 }
 
 // source is a read path: dense here, sparse in reader/sparse.
@@ -138,7 +141,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 	}
 	r.schema = sch
-	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey, Cache: opt.TileCache})
 	if s.IsDense() {
 		d, err := newDense(ctx, p, r.fields, sch, loader, opt)
 		if err != nil {
