@@ -13,10 +13,10 @@ import (
 
 // FixtureCase is one case of python_tests/gen_b2nd.py's index.json.
 type fixtureCase struct {
-	Case         string  `json:"case"`
-	Dtype        string  `json:"dtype"`
-	Shape        []int64 `json:"shape"`
-	Special      []string
+	Case          string  `json:"case"`
+	Dtype         string  `json:"dtype"`
+	Shape         []int64 `json:"shape"`
+	Special       []string
 	SkipUnwritten bool `json:"skip_unwritten"`
 }
 

@@ -251,7 +251,6 @@ func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
 	return nil
 }
 
-
 func errUnsupportedFilter(f uint8) error {
 	return unsupportedErr(fmt.Sprintf("blosc2 chunk: filter %d is not supported (a user-defined or plugin filter)", f))
 }
