@@ -94,6 +94,12 @@ func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte
 
 // OpenArrayWith is OpenArray with the key and cache of opt.
 func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*array.Array, error) {
+	if IsB2ND(q.Array) {
+		if q.Timestamp != nil {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", q.Array)
+		}
+		return OpenB2ND(ctx, st, q.Array)
+	}
 	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
 		ao.Start, ao.End = q.Timestamp.Start, q.Timestamp.End
@@ -129,6 +135,14 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
 	}
 	r := &Reader{plan: p}
+	if p.Array.B2ND != nil {
+		src, err := newB2NDSource(ctx, p, opt)
+		if err != nil {
+			return nil, err
+		}
+		r.schema, r.src = src.schema, src
+		return r, nil
+	}
 	for _, c := range p.Columns {
 		f, err := FieldFor(s, c)
 		if err != nil {
