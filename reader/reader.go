@@ -93,7 +93,7 @@ func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte
 func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*array.Array, error) {
 	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
-		ao.Start, ao.End = q.Timestamp.Start, q.Timestamp.End
+		ao.Start, ao.End, ao.EndSet = q.Timestamp.Start, q.Timestamp.End, true
 	}
 	a, err := array.Open(ctx, st, q.Array, ao)
 	if err != nil {
@@ -106,7 +106,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	// out of the range; only then is the array opened again with it.
 	for _, f := range a.Fragments {
 		if f.Start < a.Start || f.End > a.End {
-			ao.Start, ao.End, ao.FullOverlapOnly = a.Start, a.End, true
+			ao.Start, ao.End, ao.EndSet, ao.FullOverlapOnly = a.Start, a.End, true, true
 			return array.Open(ctx, st, q.Array, ao)
 		}
 	}
@@ -122,8 +122,8 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	s := p.Array.Schema
-	if p.Cond != nil || p.Query != nil && p.Query.Aggregates != nil {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
+	if p.Query != nil && p.Query.Aggregates != nil {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
 	}
 	r := &Reader{plan: p}
 	for _, c := range p.Columns {
