@@ -83,6 +83,9 @@ type Query struct {
 	// Aggregates, when not nil, asks for one row of aggregates instead of
 	// cells, in the order the JSON object gave them.
 	Aggregates []Aggregate
+	// Stage is only meaningful to DoPut: write the fragments without
+	// committing them (DESIGN.md §5, staged writes).
+	Stage bool
 }
 
 // Aggregate is one aggregate of the `aggregates` key: Op over Field
@@ -109,6 +112,7 @@ type rawQuery struct {
 	Partitions *int64          `json:"partitions"`
 	Filter     *string         `json:"filter"`
 	Aggregates json.RawMessage `json:"aggregates"`
+	Stage      *bool           `json:"stage"`
 }
 
 func invalid(format string, args ...any) error {
@@ -209,6 +213,9 @@ func Parse(b []byte) (*Query, error) {
 			return nil, fmt.Errorf("array %q: %w", q.Array, err)
 		}
 		q.Aggregates = aggs
+	}
+	if raw.Stage != nil {
+		q.Stage = *raw.Stage
 	}
 	return q, nil
 }
@@ -496,6 +503,9 @@ func (q *Query) MarshalJSON() ([]byte, error) {
 		}
 		b.WriteString("]")
 		b.WriteByte('}')
+	}
+	if q.Stage {
+		b.WriteString(`,"stage":true`)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

@@ -252,3 +252,7 @@ func (rr *recordReader) Next() bool {
 func (rr *recordReader) RecordBatch() arrow.RecordBatch { return rr.cur }
 func (rr *recordReader) Record() arrow.Record           { return rr.cur }
 func (rr *recordReader) Err() error                     { return rr.err }
+
+// MemoryInUse returns the decoded bytes that all running queries hold
+// under their memory budgets (the daemon exports it as a metric).
+func MemoryInUse() int64 { return tileio.BudgetInUse() }
