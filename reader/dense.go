@@ -161,7 +161,11 @@ type chunk struct {
 
 	n    int
 	cols []colData
-	err  error
+	// pass (aggregates with a filter) marks the cells that pass; written
+	// (aggregates) the cells some fragment wrote; nil: all.
+	pass    []bool
+	written []bool
+	err     error
 	done chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
@@ -203,9 +207,22 @@ type dense struct {
 	nout int
 	// prog is the query's filter (nil: none).
 	prog *eval.Program
+	// agg: the chunks feed aggregates: failing cells are marked in
+	// chunk.pass instead of being overwritten, and unwritten cells in
+	// chunk.written.
+	agg bool
 }
 
 func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
+	return newDenseWith(ctx, p, fields, sch, loader, opt, false)
+}
+
+// newDenseAgg starts a dense read whose chunks feed aggregates.
+func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
+	return newDenseWith(ctx, p, fields, sch, loader, opt, true)
+}
+
+func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool) (*dense, error) {
 	s := p.Array.Schema
 	g, err := newGeom(s)
 	if err != nil {
@@ -214,7 +231,7 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 	if n, ok := plan.EstimateRows(&plan.Plan{Array: p.Array, Subarray: p.Subarray, Limit: -1, Empty: p.Empty}); !ok || n < 0 {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: the subarray has more than 2^63 cells", p.Array.Dir)
 	}
-	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields)}
+	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg}
 	for i := range s.Attributes {
 		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
 	}

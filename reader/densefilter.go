@@ -39,6 +39,10 @@ func (d *dense) filterChunk(c *chunk) error {
 	if !fails {
 		return nil
 	}
+	if d.agg {
+		c.pass = pass
+		return nil
+	}
 	for i, f := range d.fields[:d.nout] {
 		if f.Role == arrowconv.Dimension {
 			continue
@@ -94,4 +98,31 @@ func (d *dense) filterChunk(c *chunk) error {
 		col.data, col.offsets = data, offs
 	}
 	return nil
+}
+
+// markWritten records in c.written which cells of the chunk a fragment
+// wrote (nil when every region is written whole).
+func (d *dense) markWritten(c *chunk, l *chunkLayout, regs []region) {
+	mark := func(dst, src, stride, n int) {
+		for k := 0; k < n; k++ {
+			c.written[dst+k] = true
+		}
+	}
+	for i := range regs {
+		list, fill := d.paintList(&regs[i])
+		if !fill {
+			continue
+		}
+		if c.written == nil {
+			c.written = make([]bool, c.n)
+			for j := range regs {
+				if _, f2 := d.paintList(&regs[j]); !f2 {
+					d.walk(l, &regs[j], nil, nil, mark)
+				}
+			}
+		}
+		for _, fr := range list {
+			d.walk(l, &regs[i], fr.nlo, fr.nhi, mark)
+		}
+	}
 }

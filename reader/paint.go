@@ -213,6 +213,9 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 		}
 	}
 	regs := d.regions(c)
+	if d.agg {
+		d.markWritten(c, &l, regs)
+	}
 	if c.full && len(regs) == 1 && d.prog == nil {
 		list, fill := d.paintList(&regs[0])
 		if !fill && len(list) == 1 {

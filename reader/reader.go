@@ -123,7 +123,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 	}
 	s := p.Array.Schema
 	if p.Query != nil && p.Query.Aggregates != nil {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
+		return openAggregate(ctx, p, opt)
 	}
 	r := &Reader{plan: p}
 	for _, c := range p.Columns {

@@ -98,9 +98,12 @@ func tileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, boo
 		if err != nil {
 			return st, false, err
 		}
-		if ok1 && ok2 {
-			st.Min, st.Max = lo, hi
+		if !ok1 || !ok2 {
+			// TileDB keeps no statistics for this field (e.g. UTF-8
+			// strings): its null counts are zeros, not counts.
+			return st, false, nil
 		}
+		st.Min, st.Max = lo, hi
 		if nc, ok, err := f.Meta.TileNullCount(mi, t); err != nil {
 			return st, false, err
 		} else if ok {
