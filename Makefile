@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures docs clean
+.PHONY: all setup build test gotest pytest vet serve fuzz bench bench-s3 fixtures docs clean
 
 all: build
 
@@ -80,6 +80,10 @@ bench: bench-flight
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# S3 and cluster reads against a local moto server (appends to RESULTS.md).
+bench-s3: setup build
+	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)

@@ -82,6 +82,7 @@ func (s *Service) resultSchema(ctx context.Context, q *query.Query) (*arrow.Sche
 const (
 	rowsPerEndpoint  = 4 << 20
 	maxAutoEndpoints = 16
+	minRowsToSpread  = 64 << 10
 )
 
 // partition resolves q and splits it into disjoint parts along tile
@@ -100,6 +101,11 @@ func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema,
 		n = 1
 		if total > 0 {
 			n = int(min(int64(maxAutoEndpoints), (total+rowsPerEndpoint-1)/rowsPerEndpoint))
+		}
+		// In a cluster, a result big enough to share gets at least one
+		// endpoint per live node, so that every node serves a part.
+		if s.cfg.Cluster != nil && total >= minRowsToSpread {
+			n = max(n, min(len(s.cfg.Cluster.Nodes()), int(total/(minRowsToSpread/2))))
 		}
 	}
 	return sc, plan.Split(p, n), total, nil

@@ -53,6 +53,10 @@ type Config struct {
 	// Handshake trades credentials for a bearer token, and read-only
 	// tokens may not write (AuthInterceptors does the per-call check).
 	Tokens Tokens
+	// Cluster, when set, spreads GetFlightInfo's endpoints over this node
+	// and its live peers (see cluster.go); nil: endpoints carry no
+	// locations (= this server).
+	Cluster *Cluster
 }
 
 // Service implements the Flight RPCs.

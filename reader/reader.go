@@ -122,6 +122,9 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	s := p.Array.Schema
+	if p.Cond != nil || p.Query != nil && p.Query.Aggregates != nil {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
+	}
 	r := &Reader{plan: p}
 	for _, c := range p.Columns {
 		f, err := FieldFor(s, c)

@@ -31,7 +31,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tileflight/tileflight/flight"
-	"github.com/tileflight/tileflight/storage"
 )
 
 func main() {
@@ -63,6 +62,10 @@ type serveConfig struct {
 	tokens          string
 	shutdownTimeout time.Duration
 	vacuumGrace     time.Duration
+	s3              s3Flags
+	advertise       string
+	peers           string
+	peerInterval    time.Duration
 }
 
 // parseServeFlags parses args with environment fallbacks.
@@ -70,7 +73,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	c := &serveConfig{}
 	fs := flag.NewFlagSet("flightd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.data, "data", "./data", "data directory to serve (created if missing)")
+	fs.StringVar(&c.data, "data", "./data", "data directory to serve (created if missing), or s3://bucket/prefix")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8815", "HOST:PORT to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -91,8 +94,12 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
+	c.s3.register(fs)
+	fs.StringVar(&c.advertise, "advertise", "", "this node's URL for clients, grpc://HOST:PORT (grpc+tls:// with TLS); turns on cluster locations in GetFlightInfo")
+	fs.StringVar(&c.peers, "peers", "", "the other nodes serving the same -data, grpc://HOST:PORT,... (this node's own URL may be listed); needs -advertise")
+	fs.DurationVar(&c.peerInterval, "peer-check-interval", 2*time.Second, "how often each peer's gRPC health is checked")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
+		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -138,6 +145,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	if c.key != "" && len(c.key) != 32 {
 		return nil, fmt.Errorf("encryption key: %d bytes, AES-256-GCM keys are 32", len(c.key))
 	}
+	if c.peers != "" && c.advertise == "" {
+		return nil, errors.New("-peers needs -advertise (this node's own URL)")
+	}
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("-log-format %q: want json or console", c.logFormat)
 	}
@@ -179,13 +189,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, ready chan<-
 }
 
 func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<- string) error {
-	if err := os.MkdirAll(c.data, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	store, err := storage.NewLocal(c.data)
+	store, closeStore, err := openStore(ctx, c.data, &c.s3)
 	if err != nil {
-		return fmt.Errorf("data directory %s: %w", c.data, err)
+		return fmt.Errorf("-data %s: %w", c.data, err)
 	}
+	defer closeStore()
 	if c.demo {
 		if err := createDemoArrays(ctx, store, log); err != nil {
 			return fmt.Errorf("demo arrays: %w", err)
@@ -202,6 +210,18 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)
+	}
+	if c.advertise != "" {
+		cl, err := flight.NewCluster(c.advertise, strings.Split(c.peers, ","), c.peerInterval, log)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Peers are checked in the background; this node serves at once
+		// (peers starting together would otherwise wait on each other).
+		go cl.Start(cctx)
+		cfg.Cluster = cl
 	}
 	svc := flight.NewService(cfg)
 
