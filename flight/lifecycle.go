@@ -44,6 +44,13 @@ func init() {
 		mutates: true,
 		run:     (*Service).actVacuum,
 	}
+	actions["delete"] = actionDef{
+		desc: `Delete the cells of a sparse array that match a condition, with a delete commit TileDB honours. ` +
+			`Body: {"array": NAME, "filter": CONDITION in TileDB-Py's QueryCondition syntax, "timestamp": optional t (ms; default now)}. ` +
+			`Result: {"commit": path of the .del file}. Reads at or after t leave the cells out; earlier timestamps still see them.`,
+		mutates: true,
+		run:     (*Service).actDelete,
+	}
 }
 
 // lifecycleBody is the body of consolidate and vacuum.
@@ -182,4 +189,39 @@ func parseTimestampOnly(raw []byte) (*query.Timestamp, error) {
 		return &query.Timestamp{}, nil
 	}
 	return q.Timestamp, nil
+}
+
+func (s *Service) actDelete(ctx context.Context, body []byte) (any, error) {
+	var b struct {
+		Array     *string `json:"array"`
+		Filter    *string `json:"filter"`
+		Timestamp *uint64 `json:"timestamp"`
+	}
+	if err := parseBody(body, &b); err != nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `%v (want {"array": NAME, "filter": CONDITION})`, err)
+	}
+	if b.Array == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `body needs "array": the array's name`)
+	}
+	name := *b.Array
+	callInfo(ctx).SetArray(name)
+	if b.Filter == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "filter": the condition of the cells to delete`, name)
+	}
+	if err := s.checkArray(ctx, name); err != nil {
+		return nil, err
+	}
+	key, err := s.writeKey(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var t uint64
+	if b.Timestamp != nil {
+		t = *b.Timestamp
+	}
+	rel, err := lifecycle.Delete(ctx, s.cfg.Store, name, *b.Filter, t, key)
+	if err != nil {
+		return nil, fmt.Errorf("array %q: delete: %w", name, storageErr(err))
+	}
+	return map[string]string{"commit": rel}, nil
 }

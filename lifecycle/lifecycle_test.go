@@ -215,3 +215,32 @@ func TestFailEveryStep(t *testing.T) {
 		}
 	}
 }
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	before := view(t, st)
+	for _, bad := range []string{"v >", "nope == 1", "v == 'x'", ""} {
+		if _, err := Delete(ctx, st, "a", bad, 10, nil); !errors.Is(err, errkind.InvalidArgument) {
+			t.Errorf("filter %q: %v", bad, err)
+		}
+	}
+	if view(t, st) != before {
+		t.Fatal("refused deletes changed the array")
+	}
+	rel, err := Delete(ctx, st, "a", "v >= 20 or x == 1", 10, nil)
+	if err != nil || !strings.HasPrefix(rel, "__commits/__10_10_") || !strings.HasSuffix(rel, "_22.del") {
+		t.Fatalf("%q %v", rel, err)
+	}
+	after := strings.Split(view(t, st), "\n")
+	if want := strings.Split(before, "\n"); after[2] != want[2] {
+		t.Fatalf("a read at 3 (before the delete) changed:\n%s\nwant\n%s", after[2], want[2])
+	}
+	if got := after[3]; got != "x=2 v=2 ;x=3 v=3 ;" {
+		t.Fatalf("after the delete: %s", got)
+	}
+	dense := build(t, denseJSON)
+	if _, err := Delete(ctx, dense, "a", "a > 1", 0, nil); !errors.Is(err, errkind.InvalidArgument) {
+		t.Fatalf("dense delete: %v", err)
+	}
+}
