@@ -502,3 +502,55 @@ def tiledb_view_s(uri, ts=None):
 def tiledb_view_keys(uri):
     with tiledb.open(uri) as A:
         return A.query()[:]["k"].tolist()
+
+
+# ---- schema evolution ----
+
+def test_evolve_schema_matches_tiledb(small):
+    c = small.client()
+    ours, theirs = "evo/ours", "evo/theirs"
+    a, b = os.path.join(small.data, ours), os.path.join(small.data, theirs)
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 1000), tile=10, dtype=np.int64))
+    tiledb.Array.create(a, tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
+        tiledb.Attr("v", dtype=np.float64), tiledb.Attr("w", dtype=np.int32)]))
+    with tiledb.open(a, "w", timestamp=1) as A:
+        A[[1, 2, 3]] = {"v": [1.0, 2.0, 3.0], "w": [1, 2, 3]}
+    shutil.copytree(a, b)
+    res = action(c, "evolve_schema", {"array": ours, "timestamp": 5, "drop_attributes": ["w"], "add_attributes": [
+        {"name": "n", "type": "float32", "nullable": True, "filters": [{"name": "zstd", "level": 3}]},
+        {"name": "s", "type": "string_utf8", "cell_val_num": "var"}]})
+    assert [x["name"] for x in res["attributes"]] == ["v", "n", "s"]
+    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    se.add_attribute(tiledb.Attr("n", dtype=np.float32, nullable=True, filters=[tiledb.ZstdFilter(3)]))
+    se.add_attribute(tiledb.Attr("s", dtype=str, var=True))
+    se.drop_attribute("w")
+    se.timestamp(5)
+    se.array_evolve(b)
+    assert file_tree(a) == file_tree(b)  # one new schema file __5_5_<uuid> each
+    with tiledb.open(a) as A, tiledb.open(b) as B:
+        assert A.schema == B.schema
+        ra, rb = A.query()[:], B.query()[:]
+        assert repr(ra) == repr(rb)
+    for ts in (1, 4):  # before the evolution: the old schema, w still there
+        with tiledb.open(a, timestamp=ts) as A, tiledb.open(b, timestamp=ts) as B:
+            assert A.schema == B.schema and "w" in [A.schema.attr(i).name for i in range(A.schema.nattr)]
+    assert [x["name"] for x in action(c, "describe", {"array": ours, "timestamp": 4})["attributes"]] == ["v", "w"]
+    old = read(c, array=ours)
+    assert old.column_names == ["k", "v", "n", "s"] and old.column("n").to_pylist() == [None] * 3
+    # TileDB writes the new attribute, we read it; we write it, TileDB reads it.
+    with tiledb.open(a, "w", timestamp=6) as A:
+        A[[4]] = {"v": [4.0], "n": np.array([4.5], dtype=np.float32), "s": np.array(["four"], dtype=object)}
+    put(c, cmd(array=ours, timestamp=7), pa.table({"k": pa.array([5], pa.int64()), "v": [5.0],
+                                                   "n": pa.array([5.5], pa.float32()), "s": ["five"]}))
+    got = read(c, array=ours).sort_by("k")
+    assert got.column("n").to_pylist() == [None, None, None, 4.5, 5.5]
+    with tiledb.open(a) as A:
+        r = A.query()[:]
+        assert r["s"].tolist()[3:] == ["four", "five"]
+        assert list(np.ma.filled(r["n"], -1.0)) == [-1.0, -1.0, -1.0, 4.5, 5.5]
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours, "drop_attributes": ["k"]})
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours, "drop_attributes": ["nope"]})
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours, "add_attributes": [{"name": "v", "type": "int8"}]})
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours, "add_attributes": [{"name": "x", "type": "nonsense"}]})
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours})
+    expect_code("INVALID_ARGUMENT", action, c, "evolve_schema", {"array": ours, "drop_attributes": ["v", "n", "s"]})
