@@ -55,7 +55,7 @@ func TestTLSAndSharedCredentials(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"AWS_CA_BUNDLE": ca, "AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_PROFILE": "tf-test",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "no-config"),
+		"AWS_CONFIG_FILE":   filepath.Join(dir, "no-config"),
 		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
 	} {
 		old, had := os.LookupEnv(k)
