@@ -87,7 +87,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send in all")
-	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 128<<20, "a DoPut cuts a fragment each time this many input bytes are buffered; its fragments commit together (a DoPut peaks at about 7x this in memory)")
+	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 64<<20, "a DoPut cuts a fragment each time this many input bytes are buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
@@ -95,7 +95,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	fs.Int64Var(&c.tileCacheBytes, "tile-cache-bytes", tileio.DefaultCacheBytes, "decoded tiles kept between queries, in bytes (tiles above an eighth of it are not kept); 0: no cache")
-	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, "soft limit in bytes on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 128 MiB; -1: none")
+	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, "soft limit in bytes on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
 		fs.PrintDefaults()
