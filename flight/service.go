@@ -1,6 +1,8 @@
 package flight
 
 import (
+	"time"
+
 	"context"
 	"github.com/tileflight/tileflight/array"
 	"runtime"
@@ -9,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 )
@@ -46,12 +49,23 @@ type Config struct {
 	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
 	// become several fragments committed together.
 	MaxFragmentBytes int64
+	// VacuumGrace is how old an uncommitted fragment must be before a
+	// fragments vacuum removes it (0: never).
+	VacuumGrace time.Duration
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
 	// Tokens, when not empty, turns on bearer-token authentication: the
 	// Handshake trades credentials for a bearer token, and read-only
 	// tokens may not write (AuthInterceptors does the per-call check).
 	Tokens Tokens
+	// Cluster, when set, spreads GetFlightInfo's endpoints over this node
+	// and its live peers (see cluster.go); nil: endpoints carry no
+	// locations (= this server).
+	Cluster *Cluster
+
+	// Metrics, when not nil, receives what DoPut commits and aborts (see
+	// also AccessLogWith and Gauges).
+	Metrics *metrics.Metrics
 }
 
 // Service implements the Flight RPCs.
@@ -86,7 +100,7 @@ func (s *Service) acquireStream() (release func(), err error) {
 		return func() { <-s.streams }, nil
 	default:
 		return nil, errkind.Errorf(errkind.ResourceExhausted,
-			"%d streams are already running (the -max-concurrent-streams limit); retry later", cap(s.streams))
+			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -461,6 +462,14 @@ type waiter struct {
 
 func newBudget(size int64) *budget { return &budget{size: size} }
 
+// inUse sums what every query's budget has granted, for the daemon's
+// memory metric; each budget adds and subtracts exactly what it counts.
+var inUse atomic.Int64
+
+// BudgetInUse returns the decoded bytes that all running queries hold
+// under their memory budgets.
+func BudgetInUse() int64 { return inUse.Load() }
+
 // fits reports whether n can be granted now to a request ahead of need.
 func (b *budget) fits(n int64) bool {
 	return b.used+n <= b.size || b.used == 0
@@ -473,12 +482,14 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.fits(n) {
 		b.used += n
+		inUse.Add(n)
 		b.mu.Unlock()
 		return nil
 	}
 	select {
 	case <-need:
 		b.used += n
+		inUse.Add(n)
 		b.mu.Unlock()
 		return nil
 	default:
@@ -493,6 +504,7 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 		if b.dequeue(w) {
 			b.mu.Lock()
 			b.used += n
+			inUse.Add(n)
 			b.mu.Unlock()
 		}
 		return nil
@@ -524,6 +536,7 @@ func (b *budget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
+	inUse.Add(-n)
 	b.grantLocked()
 	b.mu.Unlock()
 }
@@ -533,6 +546,7 @@ func (b *budget) grantLocked() {
 		w := b.waiters[0]
 		b.waiters = b.waiters[1:]
 		b.used += w.n
+		inUse.Add(w.n)
 		close(w.ready)
 	}
 }
