@@ -19,8 +19,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/float16"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tileflight/tileflight/array"
@@ -555,7 +555,9 @@ func fieldBytes(f b2nd.Field, c arrow.Array, out []byte, is int) error {
 	case 'c':
 		v, ok := c.(*arrowarray.FixedSizeList)
 		want, _, _ := arrowconv.B2NDType(f)
-		if !ok || !arrow.TypeEqual(c.DataType(), want) {
+		// The child's nullability does not matter (it may hold no nulls).
+		wl := want.(*arrow.FixedSizeListType)
+		if !ok || v.DataType().(*arrow.FixedSizeListType).Len() != 2 || !arrow.TypeEqual(v.DataType().(*arrow.FixedSizeListType).Elem(), wl.Elem()) || v.ListValues().NullN() > 0 {
 			return fmt.Errorf("want %s, got %s", want, c.DataType())
 		}
 		vals := v.ListValues().Data().Buffers()[1].Bytes()[v.ListValues().Data().Offset()*f.Size/2:]
@@ -648,4 +650,3 @@ func fieldBytes(f b2nd.Field, c arrow.Array, out []byte, is int) error {
 	}
 	return fmt.Errorf("dtype %s cannot be written", f.Dtype)
 }
-
