@@ -199,7 +199,7 @@ func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	if a.B2ND != nil {
-		return b2ndDescribe(a.B2ND), nil
+		return DescribeB2ND(a.B2ND), nil
 	}
 	b, err := schema.ToJSONArray(a.Schema, name)
 	if err != nil {
@@ -390,7 +390,7 @@ func (s *Service) actGetMetadata(ctx context.Context, body []byte) (any, error) 
 		return nil, err
 	}
 	if a.B2ND != nil {
-		return b2ndMetadata(a.B2ND)
+		return B2NDMetadata(a.B2ND)
 	}
 	snap, err := a.Metadata(ctx)
 	if err != nil {

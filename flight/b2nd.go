@@ -173,11 +173,11 @@ func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
 	}
-	return b2ndDescribe(a), nil
+	return DescribeB2ND(a), nil
 }
 
-// b2ndDescribe is describe's JSON for a .b2nd array.
-func b2ndDescribe(a *b2nd.Array) map[string]any {
+// DescribeB2ND is describe's JSON for a .b2nd array (also flightd inspect's).
+func DescribeB2ND(a *b2nd.Array) map[string]any {
 	var filters []string
 	var meta []int
 	for i, f := range a.Header.Filters {
@@ -229,10 +229,10 @@ func vlmetaKeys(a *b2nd.Array) []string {
 	return out
 }
 
-// b2ndMetadata decodes vlmeta (msgpack, as python-blosc2 writes it) to
+// B2NDMetadata decodes vlmeta (msgpack, as python-blosc2 writes it) to
 // JSON values; a value msgpack cannot decode is returned as
 // {"msgpack_base64": ...}.
-func b2ndMetadata(a *b2nd.Array) (map[string]any, error) {
+func B2NDMetadata(a *b2nd.Array) (map[string]any, error) {
 	vals, err := a.VLMetaValues()
 	if err != nil {
 		return nil, err

@@ -6,13 +6,13 @@ import (
 )
 
 func seedChunks(f *testing.F) {
-	data := make([]byte, 4096)
+	data := make([]byte, 512)
 	for i := range data {
 		data[i] = byte(i * i / 7)
 	}
 	for _, codec := range []int{CodecBloscLZ, CodecLZ4, CodecLZ4HC, CodecZlib, CodecZstd} {
 		for _, fl := range [][6]uint8{{}, {5: FilterShuffle}, {5: FilterBitshuffle}, {4: FilterDelta, 5: FilterShuffle}, {4: FilterShuffle, 5: FilterBytedelta}} {
-			c, err := Encode(Params{Typesize: 4, BlockSize: 1024, Codec: codec, CLevel: 5, Filters: fl, SplitMode: AutoSplit}, data)
+			c, err := Encode(Params{Typesize: 4, BlockSize: 128, Codec: codec, CLevel: 5, Filters: fl, SplitMode: AutoSplit}, data)
 			if err != nil {
 				f.Fatal(err)
 			}

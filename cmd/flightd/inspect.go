@@ -53,6 +53,13 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ctx := context.Background()
+	if strings.HasSuffix(path, ".b2nd") {
+		if err := inspectB2ND(ctx, stdout, st, filepath.Base(path), *asJSON); err != nil {
+			fmt.Fprintf(stderr, "flightd inspect: %s: %v\n", fs.Arg(0), err)
+			return 1
+		}
+		return 0
+	}
 	opt := array.Options{End: *ts}
 	if *key != "" {
 		opt.EncryptionKey = []byte(*key)
