@@ -96,6 +96,9 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, err
 	}
+	if a.B2ND != nil {
+		return s.doPutB2ND(ctx, q, a, rdr)
+	}
 	sch := a.Schema
 	if _, err := checkPutSchema(q.Array, sch, rdr.Schema()); err != nil {
 		return nil, err
