@@ -57,6 +57,8 @@ type Service struct {
 	streams chan struct{}
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *array.Cache
+	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
+	sql aflight.FlightServer
 }
 
 // NewService returns a Flight service over cfg.Store.

@@ -31,6 +31,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/flightsql"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -202,6 +203,12 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		cfg.EncryptionKey = []byte(c.key)
 	}
 	svc := flight.NewService(cfg)
+	// Flight SQL on the same port (DESIGN §7).
+	sqlServer, _, err := flightsql.New(svc, log, "1")
+	if err != nil {
+		return fmt.Errorf("flight sql: %w", err)
+	}
+	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flight.AccessLog(log)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)
