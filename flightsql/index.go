@@ -28,7 +28,7 @@ type dimIndex struct {
 	dims []int
 }
 
-var _ gms.Index = (*dimIndex)(nil)
+var _ gms.OrderedIndex = (*dimIndex)(nil)
 
 func (x *dimIndex) ID() string       { return x.id }
 func (x *dimIndex) Database() string { return dbOf(x.t.path) }
@@ -49,6 +49,11 @@ func (x *dimIndex) IndexType() string                     { return "BTREE" }
 func (x *dimIndex) IsGenerated() bool                     { return false }
 func (x *dimIndex) PrefixLengths() []uint16               { return nil }
 func (x *dimIndex) CanSupportOrderBy(gms.Expression) bool { return false }
+
+// Order: a scan returns cells in the array's order, not the index's, so
+// the engine must keep its sorts.
+func (x *dimIndex) Order() gms.IndexOrder { return gms.IndexOrderNone }
+func (x *dimIndex) Reversible() bool      { return false }
 
 func (x *dimIndex) ColumnExpressionTypes() []gms.ColumnExpressionType {
 	exprs := x.Expressions()
