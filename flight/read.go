@@ -153,6 +153,9 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 		}
 		info.Endpoint = append(info.Endpoint, &aflight.FlightEndpoint{Ticket: &aflight.Ticket{Ticket: t}})
 	}
+	if s.cfg.Cluster != nil {
+		s.cfg.Cluster.assign(info.Endpoint)
+	}
 	return info, nil
 }
 
@@ -198,6 +201,9 @@ func (s *Service) ListFlights(c *aflight.Criteria, stream aflight.FlightService_
 			Endpoint:         []*aflight.FlightEndpoint{{Ticket: &aflight.Ticket{Ticket: ticket}}},
 			TotalRecords:     -1,
 			TotalBytes:       -1,
+		}
+		if s.cfg.Cluster != nil {
+			s.cfg.Cluster.assign(info.Endpoint)
 		}
 		if err := stream.Send(info); err != nil {
 			return err

@@ -30,6 +30,9 @@ import (
 type putResult struct {
 	Fragments []string `json:"fragments"`
 	Rows      int64    `json:"rows"`
+	// Staged is set when the descriptor asked for "stage": true: the
+	// fragments are written but not committed.
+	Staged bool `json:"staged,omitempty"`
 }
 
 // DoPut writes the stream's rows into the descriptor's array as one atomic
@@ -66,6 +69,9 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	if err != nil {
 		return toStatus(err)
 	}
+	if len(res.Fragments) > 0 {
+		s.cfg.Metrics.PutCommitted(len(res.Fragments))
+	}
 	meta, err := json.Marshal(res)
 	if err != nil {
 		return toStatus(err)
@@ -77,6 +83,7 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 type putWriter interface {
 	Append(rec arrow.RecordBatch) error
 	Commit() (*writer.Result, error)
+	Stage() (*writer.Result, error)
 	Abort() error
 }
 
@@ -111,7 +118,7 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
 	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 {
-		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp and layout", q.Array)
+		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp, layout and stage", q.Array)
 	}
 	a, err := s.openArray(ctx, q.Array, nil)
 	if err != nil {
@@ -156,6 +163,12 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	// Abort is a no-op after a successful Commit, and after a failed one
 	// it keeps what the commit object may already name.
 	defer w.Abort()
+	committed := false
+	defer func() {
+		if !committed {
+			s.cfg.Metrics.PutAborted()
+		}
+	}()
 
 	var rows, bytes int64
 	for rdr.Next() {
@@ -185,20 +198,26 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has %d rows", q.Array, dense.describe(sch), dense.cells, rows)
 	}
 	if rows == 0 {
-		return &putResult{Fragments: []string{}}, nil
+		committed = true // nothing to roll back
+		return &putResult{Fragments: []string{}, Staged: q.Stage}, nil
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("DoPut to %q: the client went away before the commit; nothing was written: %w", q.Array, ctx.Err())
 	}
-	res, err := w.Commit()
+	finish := w.Commit
+	if q.Stage {
+		finish = w.Stage
+	}
+	res, err := finish()
 	if err != nil {
 		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
 	}
+	committed = true
 	frags := res.Fragments
 	if frags == nil {
 		frags = []string{}
 	}
-	return &putResult{Fragments: frags, Rows: res.Rows}, nil
+	return &putResult{Fragments: frags, Rows: res.Rows, Staged: q.Stage}, nil
 }
 
 // checkPutSchema checks the stream's schema against the array before any

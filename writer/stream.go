@@ -188,7 +188,7 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 	}
 	return &stream{
 		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layoutOf(s),
-		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey},
+		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), ts0: opt.TimestampStart, conc: opt.Concurrency, key: opt.EncryptionKey},
 		buf: buffer{s: s, dims: !dense},
 	}, nil
 }
@@ -210,6 +210,28 @@ func (w *stream) fail(err error) error {
 	w.buf.release()
 	w.lw.abort(w.ctx)
 	return err
+}
+
+// finish commits the fragments written (or, staged, only hands their
+// names back) and closes the writer.
+func (w *stream) finish(stage bool) (*Result, error) {
+	if stage {
+		res := w.lw.stage()
+		w.closed = true
+		res.Rows = w.rows
+		return res, nil
+	}
+	res, err := w.lw.commit(w.ctx)
+	if err != nil {
+		// The commit object may have landed (a lost reply): keep the
+		// fragments it would name.
+		w.err = err
+		w.closed = true // Abort must not delete what the commit may name
+		return nil, err
+	}
+	w.closed = true
+	res.Rows = w.rows
+	return res, nil
 }
 
 // abort is Abort for both writers.
@@ -339,17 +361,27 @@ func (sw *SparseWriter) Commit() (*Result, error) {
 			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 		}
 	}
-	res, err := w.lw.commit(w.ctx)
-	if err != nil {
-		// The commit object may have landed (a lost reply): keep the
-		// fragments it would name.
-		w.err = err
-		w.closed = true // Abort must not delete what the commit may name
+	return w.finish(false)
+}
+
+// Stage writes the remaining cells and checks them as Commit does, but
+// commits nothing: the fragments stay in the store, invisible, and the
+// result lists them for CommitFragments (or AbortFragments) to settle
+// later. Abort after a successful Stage is a no-op.
+func (sw *SparseWriter) Stage() (*Result, error) {
+	w := sw.w
+	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	w.closed = true
-	res.Rows = w.rows
-	return res, nil
+	if err := sw.flush(); err != nil {
+		return nil, err
+	}
+	if !w.s.AllowsDups && len(w.lw.done) > 1 {
+		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
+			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+		}
+	}
+	return w.finish(true)
 }
 
 // Abort deletes every fragment written so far and releases the buffered
@@ -499,15 +531,23 @@ func (dw *DenseWriter) Commit() (*Result, error) {
 	if err := dw.flush(true); err != nil {
 		return nil, err
 	}
-	res, err := w.lw.commit(w.ctx)
-	if err != nil {
-		w.err = err
-		w.closed = true // Abort must not delete what the commit may name
+	return w.finish(false)
+}
+
+// Stage writes the remaining cells as Commit does but commits nothing
+// (see SparseWriter.Stage).
+func (dw *DenseWriter) Stage() (*Result, error) {
+	w := dw.w
+	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	w.closed = true
-	res.Rows = w.rows
-	return res, nil
+	if uint64(w.rows) != dw.g.cells {
+		return nil, w.fail(invalidf("dense write to %q: %d rows for a subarray of %d cells", w.dir, w.rows, dw.g.cells))
+	}
+	if err := dw.flush(true); err != nil {
+		return nil, err
+	}
+	return w.finish(true)
 }
 
 // Abort deletes every fragment written so far; the array is left as it
