@@ -233,3 +233,152 @@ func TestExplain(t *testing.T) {
 		}
 	}
 }
+
+// readAll reads every endpoint of info into rows of strings.
+func readAll(t *testing.T, c *flightsql.Client, info *aflight.FlightInfo) []string {
+	t.Helper()
+	var out []string
+	for _, ep := range info.Endpoint {
+		rd, err := c.DoGet(context.Background(), ep.Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rd.Next() {
+			rec := rd.RecordBatch()
+			for i := 0; i < int(rec.NumRows()); i++ {
+				var cells []string
+				for _, col := range rec.Columns() {
+					cells = append(cells, col.ValueStr(i))
+				}
+				out = append(out, strings.Join(cells, "|"))
+			}
+		}
+		rd.Release()
+	}
+	return out
+}
+
+func TestCatalogCommands(t *testing.T) {
+	c, _ := serveSQL(t)
+	ctx := context.Background()
+	info, err := c.GetCatalogs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, info); strings.Join(got, ";") != "tileflight" {
+		t.Errorf("catalogs %v", got)
+	}
+	info, err = c.GetDBSchemas(ctx, &flightsql.GetDBSchemasOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, info); strings.Join(got, ";") != "tileflight|main;tileflight|g" {
+		t.Errorf("schemas %v", got)
+	}
+	pat := "p%"
+	info, err = c.GetTables(ctx, &flightsql.GetTablesOpts{TableNameFilterPattern: &pat, IncludeSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, c, info)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "tileflight|g|pts|ARRAY|") {
+		t.Errorf("tables %v", got)
+	}
+	info, err = c.GetTableTypes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, info); strings.Join(got, ";") != "ARRAY;B2ND" {
+		t.Errorf("table types %v", got)
+	}
+	main := "main"
+	info, err = c.GetPrimaryKeys(ctx, flightsql.TableRef{DBSchema: &main, Table: "dense"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, info); strings.Join(got, ";") != "tileflight|main|dense|x|1|dimensions;tileflight|main|dense|y|2|dimensions" {
+		t.Errorf("primary keys %v", got)
+	}
+	info, err = c.GetXdbcTypeInfo(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, info); len(got) != len(xdbcTypes) {
+		t.Errorf("type info %v", got)
+	}
+	info, err = c.GetSqlInfo(ctx, []flightsql.SqlInfo{flightsql.SqlInfoFlightSqlServerName, flightsql.SqlInfoIdentifierQuoteChar})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(readAll(t, c, info), ";"); !strings.Contains(got, "tileflight") || !strings.Contains(got, `"`) {
+		t.Errorf("sql info %v", got)
+	}
+}
+
+func TestPreparedWithParameters(t *testing.T) {
+	c, _ := serveSQL(t)
+	ctx := context.Background()
+	ps, err := c.Prepare(ctx, `SELECT k, s FROM g.pts WHERE k > ? AND s <> ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close(ctx)
+	if n := ps.ParameterSchema().NumFields(); n != 2 {
+		t.Fatalf("parameter schema %v", ps.ParameterSchema())
+	}
+	b := arr.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "p1", Type: arrow.PrimitiveTypes.Int64}, {Name: "p2", Type: arrow.BinaryTypes.String}}, nil))
+	b.Field(0).(*arr.Int64Builder).Append(16)
+	b.Field(1).(*arr.StringBuilder).Append("s18")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	ps.SetParameters(rec)
+	info, err := ps.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, c, info)
+	sort.Strings(got)
+	if strings.Join(got, ";") != "17|s17;19|s19" {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestIngest(t *testing.T) {
+	c, _ := serveSQL(t)
+	ctx := context.Background()
+	main := "g"
+	b := arr.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}, {Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil))
+	b.Field(0).(*arr.Int64Builder).AppendValues([]int64{100, 101}, nil)
+	b.Field(1).(*arr.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	b.Field(2).(*arr.Int32Builder).AppendValues([]int32{1, 2}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := arr.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.ExecuteIngest(ctx, rdr, &flightsql.ExecuteIngestOpts{
+		TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+			IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail,
+			IfExists:   flightsql.TableDefinitionOptionsTableExistsOptionAppend},
+		Table: "pts", Schema: &main})
+	if err != nil || n != 2 {
+		t.Fatalf("ingest: %d %v", n, err)
+	}
+	got, _, err := rows(t, c, `SELECT k, s FROM g.pts WHERE k >= 100`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	if strings.Join(got, ";") != "100|a;101|b" {
+		t.Errorf("got %v", got)
+	}
+	rdr, _ = arr.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	_, err = c.ExecuteIngest(ctx, rdr, &flightsql.ExecuteIngestOpts{Table: "nosuch", Schema: &main,
+		TableDefinitionOptions: &flightsql.TableDefinitionOptions{IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail}})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("ingest into a missing array: %v", err)
+	}
+}
