@@ -12,6 +12,7 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/arraymeta"
+	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
@@ -244,3 +245,76 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("dense delete: %v", err)
 	}
 }
+
+// TestEncrypted consolidates and vacuums an encrypted array in every mode
+// with its key: the view is kept; without the key nothing is done.
+func TestEncrypted(t *testing.T) {
+	ctx := context.Background()
+	key := []byte("0123456789abcdeF0123456789abcdeF")
+	for _, m := range []Mode{Commits, FragmentMeta, ArrayMeta, Fragments} {
+		st := storage.NewMem()
+		s, err := schema.FromJSON([]byte(denseJSON))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.CreateArrayWith(ctx, st, "a", s, writer.ArrayOptions{EncryptionKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = writer.LoadSchemaWith(ctx, st, "a", writer.ArrayOptions{EncryptionKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k <= 3; k++ {
+			sub := [][2]int64{{int64(2 * k), int64(2*k + 5)}, {1, 10}}
+			if _, err := writer.WriteDense(ctx, st, "a", s, sub, schema.RowMajor, map[string]writer.Column{"a": {Data: i32s(60, int32(100*k))}}, writer.Options{Timestamp: uint64(k), EncryptionKey: key}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := writer.PutMetadataWith(ctx, st, "a", map[string]arraymeta.Value{"k": arraymeta.Int64s(int64(k))}, uint64(k), writer.ArrayOptions{EncryptionKey: key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read := func() string {
+			r, err := reader.Open(ctx, st, &query.Query{Array: "a", Limit: -1, Layout: query.LayoutRowMajor}, reader.Options{Workers: 1, EncryptionKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var sb strings.Builder
+			for {
+				rec, err := r.Next(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < int(rec.NumRows()); i++ {
+					sb.WriteString(rec.Column(2).ValueStr(i) + " ")
+				}
+				rec.Release()
+			}
+			snap, err := arraymeta.LoadWith(ctx, st, "a", 0, arraymeta.Latest, gentileCodec(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sb.String() + fmt.Sprint(snap.Values)
+		}
+		want := read()
+		if _, err := Consolidate(ctx, st, "a", m, Options{}); err == nil {
+			t.Fatalf("%s without the key: no error", m)
+		}
+		if _, err := Consolidate(ctx, st, "a", m, Options{EncryptionKey: key}); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if _, err := Vacuum(ctx, st, "a", m, VacuumOptions{}); err == nil {
+			t.Fatalf("%s: vacuum without the key: no error", m)
+		}
+		if _, err := Vacuum(ctx, st, "a", m, VacuumOptions{EncryptionKey: key}); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if got := read(); got != want {
+			t.Fatalf("%s: %s\nwant %s", m, got, want)
+		}
+	}
+}
+
+func gentileCodec(key []byte) gentile.Unfilterer { return gentile.Codec{EncryptionKey: key} }
