@@ -161,11 +161,17 @@ func TestConsolidateVacuumKeepView(t *testing.T) {
 // never changes, and rerunning without faults completes.
 func TestFailEveryStep(t *testing.T) {
 	ctx := context.Background()
-	for _, m := range []Mode{Commits, FragmentMeta, ArrayMeta, Fragments} {
+	type run struct {
+		m  Mode
+		js string
+	}
+	runs := []run{{Commits, denseJSON}, {FragmentMeta, denseJSON}, {ArrayMeta, denseJSON}, {Fragments, denseJSON}, {Fragments, sparseJSON}}
+	for _, r := range runs {
+		m := r.m
 		for _, stage := range []string{"consolidate", "vacuum"} {
 			for _, late := range []bool{false, true} {
 				for i := int64(0); ; i++ {
-					st := build(t, denseJSON)
+					st := build(t, r.js)
 					want := view(t, st)
 					if stage == "vacuum" {
 						if _, err := Consolidate(ctx, st, "a", m, Options{}); err != nil {
