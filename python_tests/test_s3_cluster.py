@@ -230,3 +230,38 @@ def test_client_package_fails_over(cluster, flightd_bin, moto):
     t = c.read("big", columns=["v"], partitions=6)
     assert t.column("v").to_numpy().tolist() == (np.arange(N) * 0.25).tolist()
     c.close()
+
+
+def test_spark_data_source_spreads_and_fails_over(cluster, flightd_bin, moto):
+    """The Spark data source's own planning and task code (what Spark runs
+    on the driver and in each task) over the cluster: one partition per
+    endpoint, spread over every node with the others listed, and a task
+    whose node died reads its endpoint from the next location. (A whole
+    SparkSession is not started here: its JVM takes minutes to start on
+    this shared 2-core machine.)"""
+    pytest.importorskip("pyspark")
+    import pickle
+
+    from tileflight.spark import TileflightDataSource
+    nodes, urls, b, uri, ctx = cluster
+    for k in range(3):
+        restart(nodes, urls, k, flightd_bin, moto, b)
+    c = fl.connect(urls[0])
+    assert wait_for(lambda: {uri_of(e.locations[0]) for e in
+                             c.get_flight_info(cmd(array="big", partitions=6)).endpoints} == set(urls))
+    c.close()
+    ds = TileflightDataSource({"uri": urls[0], "array": "big", "columns": "v", "partitions": "6"})
+    rd = ds.reader(ds.schema())
+    parts = rd.partitions()
+    assert len(parts) == 6
+    assert {p.locations[0] for p in parts} == set(urls)
+    assert all(sorted(p.locations) == sorted(urls) for p in parts)
+    parts = [pickle.loads(pickle.dumps(p)) for p in parts]  # as Spark ships them to tasks
+    victim = 2
+    nodes[victim].proc.send_signal(signal.SIGKILL)
+    nodes[victim].proc.wait()
+    out = []
+    for p in parts:
+        out += list(rd.read(p))
+    t = pa.Table.from_batches(out)
+    assert t.column("v").to_numpy().tolist() == (np.arange(N) * 0.25).tolist()
