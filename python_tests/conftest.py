@@ -8,6 +8,10 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# The tileflight package under test is this checkout's (python/src), whatever
+# checkout the shared venv's editable install points at.
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "src"))
+
 
 @pytest.fixture(scope="session")
 def fixtures_dir(tmp_path_factory):
