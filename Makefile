@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures docs clean
+.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures docs clean soak
 
 all: build
 
@@ -85,6 +85,14 @@ bench: bench-flight
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# The reliability campaigns at full size (kill -9, corruption, load, hostile
+# clients; python_tests/soak/): about 8 minutes. Their figures are in
+# docs/reliability.md; `make test` runs short versions (test_soak.py).
+# SOAK_ARGS="--only kill9 --seed 7" narrows a run.
+SOAK_ARGS ?=
+soak: setup build
+	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
 
 clean:
 	rm -rf bin $(FIXTURES)

@@ -18,7 +18,7 @@ FULL = {
     "kill9": dict(trials=140),
     "corrupt": dict(trials=600),
     "load": dict(clients=32, seconds=60, rounds=2),
-    "evil": dict(idle_conns=300, never_read=16),
+    "evil": dict(idle_conns=300, never_read=12),
 }
 SHORT = {
     "kill9": dict(trials=14),
