@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tileflight/tileflight/b2nd"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/commits"
@@ -31,8 +32,11 @@ import (
 // Options select what Open sees.
 type Options struct {
 	// Start and End bound the timestamp range (ms since the epoch,
-	// inclusive). End 0 means now.
+	// inclusive). End 0 means now, unless EndSet says that 0 was asked.
 	Start, End uint64
+	// EndSet makes End 0 mean the timestamp 0 (TileDB then sees no
+	// fragment written after it), not now.
+	EndSet bool
 	// FullOverlapOnly keeps only fragments whose range lies inside
 	// [Start, End] (TileDB does so for dense reads).
 	FullOverlapOnly bool
@@ -64,6 +68,12 @@ type Array struct {
 	// generic tile says so). Only then do data tiles carry the encryption
 	// filter, so a key must be applied to this array's tiles only.
 	Encrypted bool
+	// B2ND is set when the array is a Blosc2 NDArray (.b2nd) rather than a
+	// TileDB array: Schema is then synthesized from it (dense, dimensions
+	// dim0.. of int64 over [0, shape-1] with the chunk shape as tile
+	// extents, one attribute per dtype field), it has no fragments, its
+	// whole domain is non-empty and it has no time travel.
+	B2ND *b2nd.Array
 
 	codec gentile.Codec
 	cache *Cache
@@ -116,7 +126,7 @@ func isArrayListing(entries []storage.Entry) bool {
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
 	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End,
 		codec: gentile.Codec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
-	if a.End == 0 {
+	if a.End == 0 && !opt.EndSet {
 		a.End = uint64(time.Now().UnixMilli())
 	}
 	if a.Start > a.End {

@@ -15,6 +15,7 @@ import (
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/query/cond"
 )
 
 // Resolve checks q against the opened array a and types its subarray.
@@ -41,6 +42,14 @@ func Resolve(a *array.Array, q *query.Query) (*Plan, error) {
 			}
 		}
 		p.Columns = append([]string(nil), q.Columns...)
+	}
+
+	if q.Filter != "" {
+		c, err := cond.Compile(q.Filter, s)
+		if err != nil {
+			return nil, fmt.Errorf("array %s: %w", q.Array, err)
+		}
+		p.Cond = c
 	}
 
 	switch q.Layout {
@@ -123,6 +132,17 @@ func formatQueryRange(r query.Range) string {
 func NonEmptyDomain(a *array.Array) fragmeta.MBR {
 	var out fragmeta.MBR
 	dims := a.Schema.Dimensions
+	if a.B2ND != nil {
+		// Every cell of a .b2nd exists (chunks never written read as
+		// their special values).
+		for i := range dims {
+			if dims[i].Lo() == nil {
+				return nil
+			}
+			out = append(out, fragmeta.Range{Start: dims[i].Lo(), End: dims[i].Hi()})
+		}
+		return out
+	}
 	for _, f := range a.Fragments {
 		ned := f.NonEmptyDomain()
 		if len(ned) != len(dims) {
