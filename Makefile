@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
+.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean soak
 
 all: build
 
@@ -106,6 +106,14 @@ bench-flight: setup build
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# The reliability campaigns at full size (kill -9, corruption, load, hostile
+# clients; python_tests/soak/): about 8 minutes. Their figures are in
+# docs/reliability.md; `make test` runs short versions (test_soak.py).
+# SOAK_ARGS="--only kill9 --seed 7" narrows a run.
+SOAK_ARGS ?=
+soak: setup build
+	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
 
 clean:
 	rm -rf bin $(FIXTURES)
