@@ -107,5 +107,10 @@ bench-flight: setup build
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
+# Spark count()/sum() through tileflight.spark vs Spark over the same data
+# in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
+bench-spark: setup build
+	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
 clean:
 	rm -rf bin $(FIXTURES)
