@@ -115,5 +115,10 @@ SOAK_ARGS ?=
 soak: setup build
 	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
 
+# Spark count()/sum() through tileflight.spark vs Spark over the same data
+# in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
+bench-spark: setup build
+	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
 clean:
 	rm -rf bin $(FIXTURES)
