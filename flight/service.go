@@ -78,6 +78,8 @@ type Service struct {
 	streams chan struct{}
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *array.Cache
+	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
+	sql aflight.FlightServer
 	// tiles keeps decoded tiles between queries (nil: none).
 	tiles *tileio.Cache
 }

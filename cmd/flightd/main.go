@@ -34,6 +34,7 @@ import (
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/flightsql"
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
@@ -293,6 +294,12 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		cfg.Cluster = cl
 	}
 	svc := flight.NewService(cfg)
+	// Flight SQL on the same port (DESIGN §7).
+	sqlServer, _, err := flightsql.New(svc, log, "1")
+	if err != nil {
+		return fmt.Errorf("flight sql: %w", err)
+	}
+	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flight.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)

@@ -282,3 +282,8 @@ func (d *dimInfo) hilbertCoord(v []byte, bits int, maxBucket uint64) uint64 {
 	}
 	return hilbert.NumberBucket(x, d.hDomLo, d.hDomRange, maxBucket)
 }
+
+// rangesMeet reports whether two inclusive ranges of the dimension meet.
+func (d *dimInfo) rangesMeet(a, b fragmeta.Range) bool {
+	return d.compare(a.Start, b.End) <= 0 && d.compare(b.Start, a.End) <= 0
+}
