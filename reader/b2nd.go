@@ -140,7 +140,7 @@ type b2ndSource struct {
 	// blocks decoded for the current group, by chunk and block number.
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
-	nd int
+	nd     int
 	// bufs recycles block buffers and decoding scratch (BlockNBytes and
 	// 2*BlockNBytes bytes): a read decodes many blocks of one size.
 	bufs, scratch sync.Pool
