@@ -10,13 +10,19 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench fixtures docs clean
+.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
 
 all: build
 
 # setup: Go modules and the pinned Python environment (idempotent).
-setup: $(VENV)/.stamp
+setup: $(VENV)/.stamp pyclient
 	$(GO) mod download
+
+# pyclient: the tileflight Python package (python/) installed editable into
+# the venv; skipped when the venv already imports it from this checkout.
+pyclient: $(VENV)/.stamp
+	@$(VPY) -c "import sys, tileflight; sys.exit(not tileflight.__file__.startswith('$(abspath python/src)/'))" 2>/dev/null \
+	  || $(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e ./python
 
 $(VENV)/.stamp: python_tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +30,13 @@ $(VENV)/.stamp: python_tests/requirements.txt
 	$(VENV)/bin/pip install --quiet -r python_tests/requirements.txt
 	touch $@
 
+# The version stamp: `flightd version` prints it (see cmd/flightd/ops.go).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/flightd ./cmd/flightd
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flightd ./cmd/flightd
 
 vet:
 	$(GO) vet ./...
@@ -75,11 +86,26 @@ fuzz:
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
-bench: bench-flight
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+# Issue 14's table (benchmarks/bench.py): every case against TileDB
+# in-process, a Python Flight server over tiledb and an in-memory Go
+# Flight server, interleaved rounds, medians of per-round ratios; rewrites
+# benchmarks/RESULTS.md and results.png. BENCHARGS=--baseline OLD_FLIGHTD
+# adds an older daemon to the same rounds.
+bench: setup build
+	$(GO) build -o bin/memflight ./benchmarks/memflight
+	$(VPY) benchmarks/bench.py --flightd bin/flightd --memflight bin/memflight --out benchmarks/RESULTS.md $(BENCHARGS)
+
+# Go benchmarks of the hot kernels (unfilter per codec, merge, sort, Arrow
+# assembly), allocations reported.
+bench-kernels:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# S3 and cluster reads against a local moto server (appends to RESULTS.md).
+bench-s3: setup build
+	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
@@ -21,6 +22,9 @@ type Cache struct {
 	max     int
 	order   *list.List // front = most recently used; values are *cacheEntry
 	entries map[string]*list.Element
+
+	// hits and misses count lookups, for the daemon's metrics.
+	hits, misses atomic.Uint64
 }
 
 type cacheEntry struct {
@@ -55,8 +59,10 @@ func (c *Cache) get(key string) (any, bool) {
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
 	if !ok {
+		c.misses.Add(1)
 		return nil, false
 	}
+	c.hits.Add(1)
 	c.order.MoveToFront(el)
 	return el.Value.(*cacheEntry).val, true
 }
@@ -78,6 +84,12 @@ func (c *Cache) put(key string, val any) {
 		c.order.Remove(last)
 		delete(c.entries, last.Value.(*cacheEntry).key)
 	}
+}
+
+// Stats returns how many lookups the cache answered and how many it did
+// not (the caller then read and decoded the file).
+func (c *Cache) Stats() (hits, misses uint64) {
+	return c.hits.Load(), c.misses.Load()
 }
 
 // Len is the number of cached entries.

@@ -2,12 +2,15 @@ package flight
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
@@ -61,8 +64,12 @@ func ParseTokens(text string) (Tokens, error) {
 		case 1:
 		case 2:
 			level = fields[1]
+		case 3:
+			// "TOKEN rw NAME": the name the access log shows for it.
+			level = fields[1]
+			tokenNames.Store(fields[0], fields[2])
 		default:
-			return nil, fmt.Errorf("token entry %d: want \"TOKEN rw\" or \"TOKEN ro\"", i+1)
+			return nil, fmt.Errorf("token entry %d: want \"TOKEN rw|ro [NAME]\"", i+1)
 		}
 		switch strings.ToLower(level) {
 		case "rw":
@@ -103,6 +110,23 @@ func LoadTokens(file, env string) (Tokens, error) {
 		}
 	}
 	return t, nil
+}
+
+// tokenNames maps a token to the name its entry gave ("TOKEN rw NAME").
+// It is a process-wide map rather than part of Tokens so that Tokens stays
+// the plain token -> access map its users build; a token named in one
+// file has that name wherever it is used.
+var tokenNames sync.Map
+
+// TokenName is what the access log calls a token: the name its entry gave,
+// or else "sha256:" and the first 12 hex digits of the token's SHA-256
+// (printf %s TOKEN | sha256sum), never the secret itself.
+func TokenName(tok string) string {
+	if v, ok := tokenNames.Load(tok); ok {
+		return v.(string)
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
 // lookup compares in constant time per token so that response timing does
@@ -169,6 +193,7 @@ func (t Tokens) authorize(ctx context.Context, method string) (context.Context, 
 	if !ok {
 		return nil, status.Error(codes.Unauthenticated, "unknown token: check it against the server's -tokens-file or TILEFLIGHT_TOKENS")
 	}
+	callInfo(ctx).SetToken(TokenName(tok))
 	return context.WithValue(ctx, accessKey{}, a), nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/reader/plan"
@@ -30,6 +31,7 @@ func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, 
 	}
 	r, err := reader.OpenPlan(ctx, p, reader.Options{
 		MemoryBudget: s.cfg.MemoryBudget, MaxWorkingSet: s.cfg.MaxWorkingSet, Workers: s.cfg.Workers, EncryptionKey: s.keyOf(p.Array),
+		TileCache: s.tiles,
 	})
 	if err != nil {
 		return nil, s.openErr(ctx, q.Array, err)
@@ -44,6 +46,9 @@ func (r readerStream) Close() error { r.Reader.Close(); return nil }
 // openPlan opens q's array as a read of q would, with the daemon's key
 // (see openArray), and resolves q against it.
 func (s *Service) openPlan(ctx context.Context, q *query.Query) (*plan.Plan, error) {
+	if q.Stage {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `query on %q: "stage" belongs to DoPut descriptors only`, q.Array)
+	}
 	if err := s.checkName(ctx, q.Array); err != nil {
 		return nil, err
 	}
@@ -59,6 +64,10 @@ func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arr
 	p, err := s.openPlan(ctx, q)
 	if err != nil {
 		return nil, nil, err
+	}
+	if q.Aggregates != nil {
+		sc, err := reader.AggregateSchema(p)
+		return p, sc, err
 	}
 	sc, err := arrowSchema(p.Array, q.Array, p.Columns)
 	if err != nil {
@@ -78,6 +87,7 @@ func (s *Service) resultSchema(ctx context.Context, q *query.Query) (*arrow.Sche
 const (
 	rowsPerEndpoint  = 4 << 20
 	maxAutoEndpoints = 16
+	minRowsToSpread  = 64 << 10
 )
 
 // partition resolves q and splits it into disjoint parts along tile
@@ -87,8 +97,12 @@ func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema,
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	if q.Aggregates != nil {
+		// One row, which only the whole read can compute.
+		return sc, []*query.Query{q}, 1, nil
+	}
 	total, exact := plan.EstimateRows(p)
-	if !exact {
+	if !exact || p.Cond != nil && !p.Array.Schema.IsDense() {
 		total = -1
 	}
 	n := q.Partitions
@@ -96,6 +110,11 @@ func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema,
 		n = 1
 		if total > 0 {
 			n = int(min(int64(maxAutoEndpoints), (total+rowsPerEndpoint-1)/rowsPerEndpoint))
+		}
+		// In a cluster, a result big enough to share gets at least one
+		// endpoint per live node, so that every node serves a part.
+		if s.cfg.Cluster != nil && total >= minRowsToSpread {
+			n = max(n, min(len(s.cfg.Cluster.Nodes()), int(total/(minRowsToSpread/2))))
 		}
 	}
 	return sc, plan.Split(p, n), total, nil

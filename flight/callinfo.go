@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tileflight/tileflight/metrics"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -15,6 +18,7 @@ import (
 // rows and bytes.
 type CallInfo struct {
 	array atomic.Pointer[string]
+	token atomic.Pointer[string]
 	rows  atomic.Int64
 	bytes atomic.Int64
 }
@@ -33,13 +37,22 @@ func callInfo(ctx context.Context) *CallInfo {
 // SetArray records the array an RPC is about.
 func (c *CallInfo) SetArray(name string) { c.array.Store(&name) }
 
+// SetToken records the name of the token the call authenticated with.
+func (c *CallInfo) SetToken(name string) { c.token.Store(&name) }
+
 // AddRows adds to the row count.
 func (c *CallInfo) AddRows(n int64) { c.rows.Add(n) }
 
 // AddBytes adds to the byte count.
 func (c *CallInfo) AddBytes(n int64) { c.bytes.Add(n) }
 
-func (c *CallInfo) log(ev *zerolog.Event, method string, start time.Time, err error) {
+func (c *CallInfo) log(ctx context.Context, ev *zerolog.Event, method string, start time.Time, err error) {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		ev = ev.Str("peer", p.Addr.String())
+	}
+	if t := c.token.Load(); t != nil {
+		ev = ev.Str("token", *t)
+	}
 	if a := c.array.Load(); a != nil {
 		ev = ev.Str("array", *a)
 	}
@@ -56,8 +69,15 @@ func (c *CallInfo) log(ev *zerolog.Event, method string, start time.Time, err er
 }
 
 // AccessLog returns interceptors that write one log line per call with the
-// method, array, rows, bytes, duration and status.
+// peer, the token's name (see TokenName), method, array, rows, bytes,
+// duration and status.
 func AccessLog(log zerolog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	return AccessLogWith(log, nil)
+}
+
+// AccessLogWith is AccessLog that also reports each call's rows and bytes
+// to m (which may be nil).
+func AccessLogWith(log zerolog.Logger, m *metrics.Metrics) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	level := func(err error) *zerolog.Event {
 		if err != nil {
 			return log.Warn()
@@ -68,14 +88,16 @@ func AccessLog(log zerolog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServ
 		ci := &CallInfo{}
 		start := time.Now()
 		resp, err := handler(context.WithValue(ctx, callInfoKey{}, ci), req)
-		ci.log(level(err), info.FullMethod, start, err)
+		ci.log(ctx, level(err), info.FullMethod, start, err)
+		m.ObserveCall(info.FullMethod, ci.rows.Load(), ci.bytes.Load())
 		return resp, err
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ci := &CallInfo{}
 		start := time.Now()
 		err := handler(srv, &ctxStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), callInfoKey{}, ci)})
-		ci.log(level(err), info.FullMethod, start, err)
+		ci.log(ss.Context(), level(err), info.FullMethod, start, err)
+		m.ObserveCall(info.FullMethod, ci.rows.Load(), ci.bytes.Load())
 		return err
 	}
 	return unary, stream

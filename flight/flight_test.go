@@ -482,3 +482,20 @@ func FuzzTakeEncrypted(f *testing.F) {
 		}
 	})
 }
+
+func TestTokenNames(t *testing.T) {
+	tok, err := ParseTokens("s3cret-a rw alice\ns3cret-b ro")
+	if err != nil || tok["s3cret-a"] != ReadWrite || tok["s3cret-b"] != ReadOnly {
+		t.Fatalf("%v %v", tok, err)
+	}
+	if n := TokenName("s3cret-a"); n != "alice" {
+		t.Errorf("named token: %q", n)
+	}
+	// Unnamed: a fingerprint, never the secret.
+	if n := TokenName("s3cret-b"); n != "sha256:5bcde0d53c39" {
+		t.Errorf("unnamed token: %q", n)
+	}
+	if len(TokenName("x")) != len("sha256:")+12 {
+		t.Errorf("fingerprint length: %q", TokenName("x"))
+	}
+}

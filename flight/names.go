@@ -152,7 +152,7 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 	}
 	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache}
 	if ts != nil {
-		opt.Start, opt.End = ts.Start, ts.End
+		opt.Start, opt.End, opt.EndSet = ts.Start, ts.End, true
 	}
 	a, err := array.Open(ctx, s.cfg.Store, name, opt)
 	if err != nil {

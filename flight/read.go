@@ -102,6 +102,9 @@ func (s *Service) querySchema(ctx context.Context, q *query.Query) (*array.Array
 
 // GetSchema returns the Arrow schema of the descriptor's query.
 func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.GetSchema(ctx, fd)
+	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -117,6 +120,9 @@ func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (
 // GetFlightInfo resolves the descriptor's query and splits it into
 // endpoints whose tickets cover disjoint parts of the result.
 func (s *Service) GetFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.GetFlightInfo(ctx, fd)
+	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -150,7 +156,19 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 		}
 		info.Endpoint = append(info.Endpoint, &aflight.FlightEndpoint{Ticket: &aflight.Ticket{Ticket: t}})
 	}
+	if s.cfg.Cluster != nil {
+		s.cfg.Cluster.assign(info.Endpoint)
+	}
 	return info, nil
+}
+
+// PollFlightInfo answers Flight SQL commands (the JSON protocol has no
+// long-running queries to poll).
+func (s *Service) PollFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.PollInfo, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.PollFlightInfo(ctx, fd)
+	}
+	return nil, toStatus(errkind.Errorf(errkind.Unimplemented, "PollFlightInfo: JSON queries are answered by GetFlightInfo at once; use it"))
 }
 
 // ListFlights returns one FlightInfo per array whose name starts with the
@@ -184,6 +202,9 @@ func (s *Service) ListFlights(c *aflight.Criteria, stream aflight.FlightService_
 			TotalRecords:     -1,
 			TotalBytes:       -1,
 		}
+		if s.cfg.Cluster != nil {
+			s.cfg.Cluster.assign(info.Endpoint)
+		}
 		if err := stream.Send(info); err != nil {
 			return err
 		}
@@ -197,6 +218,9 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	ctx := stream.Context()
 	if t == nil || len(t.Ticket) == 0 {
 		return toStatus(errkind.Errorf(errkind.InvalidArgument, "empty ticket: a ticket is a query JSON such as {\"array\": \"demo/dense\"}"))
+	}
+	if s.routeSQL(t.Ticket) {
+		return s.sql.DoGet(t, stream)
 	}
 	q, err := query.Parse(t.Ticket)
 	if err != nil {

@@ -1,6 +1,8 @@
 package flight
 
 import (
+	"time"
+
 	"context"
 	"github.com/tileflight/tileflight/array"
 	"runtime"
@@ -9,6 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -29,6 +33,9 @@ type Config struct {
 	// CacheEntries bounds the schemas and fragments whose decoded metadata
 	// stays cached between queries (0: array.DefaultCacheEntries).
 	CacheEntries int
+	// TileCacheBytes bounds the decoded tiles kept between queries
+	// (tileio.Cache); 0: none.
+	TileCacheBytes int64
 	// Workers bounds the goroutines one query uses to fetch and unfilter
 	// tiles (0: GOMAXPROCS).
 	Workers int
@@ -42,12 +49,23 @@ type Config struct {
 	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
 	// become several fragments committed together.
 	MaxFragmentBytes int64
+	// VacuumGrace is how old an uncommitted fragment must be before a
+	// fragments vacuum removes it (0: never).
+	VacuumGrace time.Duration
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
 	// Tokens, when not empty, turns on bearer-token authentication: the
 	// Handshake trades credentials for a bearer token, and read-only
 	// tokens may not write (AuthInterceptors does the per-call check).
 	Tokens Tokens
+	// Cluster, when set, spreads GetFlightInfo's endpoints over this node
+	// and its live peers (see cluster.go); nil: endpoints carry no
+	// locations (= this server).
+	Cluster *Cluster
+
+	// Metrics, when not nil, receives what DoPut commits and aborts (see
+	// also AccessLogWith and Gauges).
+	Metrics *metrics.Metrics
 }
 
 // Service implements the Flight RPCs.
@@ -57,6 +75,10 @@ type Service struct {
 	streams chan struct{}
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *array.Cache
+	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
+	sql aflight.FlightServer
+	// tiles keeps decoded tiles between queries (nil: none).
+	tiles *tileio.Cache
 }
 
 // NewService returns a Flight service over cfg.Store.
@@ -67,7 +89,8 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
-	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries)}
+	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries),
+		tiles: tileio.NewCache(cfg.TileCacheBytes)}
 }
 
 // acquireStream takes one of the concurrent stream slots, or says why not.
@@ -79,7 +102,7 @@ func (s *Service) acquireStream() (release func(), err error) {
 		return func() { <-s.streams }, nil
 	default:
 		return nil, errkind.Errorf(errkind.ResourceExhausted,
-			"%d streams are already running (the -max-concurrent-streams limit); retry later", cap(s.streams))
+			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/filters/codecs"
 	"github.com/tileflight/tileflight/format/wire"
+	"github.com/tileflight/tileflight/storage"
 )
 
 // toStatus maps an error from any layer to a gRPC status. Errors that
@@ -48,6 +49,11 @@ func codeOf(err error) codes.Code {
 		return codes.Unimplemented
 	case errors.Is(err, filters.ErrChecksum), errors.Is(err, codecs.ErrChecksum):
 		return codes.DataLoss
+	}
+	// An object store that stayed unreachable or kept failing after every
+	// retry: the call may succeed later, so the client may retry.
+	if errors.Is(err, storage.ErrUnavailable) {
+		return codes.Unavailable
 	}
 	switch errkind.Of(err) {
 	case errkind.InvalidArgument:

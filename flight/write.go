@@ -30,6 +30,9 @@ import (
 type putResult struct {
 	Fragments []string `json:"fragments"`
 	Rows      int64    `json:"rows"`
+	// Staged is set when the descriptor asked for "stage": true: the
+	// fragments are written but not committed.
+	Staged bool `json:"staged,omitempty"`
 }
 
 // DoPut writes the stream's rows into the descriptor's array as one atomic
@@ -41,6 +44,19 @@ type putResult struct {
 // (a bad value in a late batch, a limit, the client hanging up) deletes them.
 func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
+	// The first message names the target; Flight SQL's commands (bulk
+	// ingest, prepared statement parameters) go to that layer.
+	first, err := stream.Recv()
+	if err != nil {
+		if ctx.Err() != nil {
+			return toStatus(fmt.Errorf("DoPut: %w", ctx.Err()))
+		}
+		return toStatus(errkind.Errorf(errkind.InvalidArgument, "DoPut: the stream must start with a flight descriptor and an Arrow schema: %v", err))
+	}
+	stream = &putStream{FlightService_DoPutServer: stream, first: first}
+	if fd := first.GetFlightDescriptor(); fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.DoPut(stream)
+	}
 	if err := requireWrite(ctx, "DoPut"); err != nil {
 		return toStatus(err)
 	}
@@ -53,6 +69,9 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	if err != nil {
 		return toStatus(err)
 	}
+	if len(res.Fragments) > 0 {
+		s.cfg.Metrics.PutCommitted(len(res.Fragments))
+	}
 	meta, err := json.Marshal(res)
 	if err != nil {
 		return toStatus(err)
@@ -64,6 +83,7 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 type putWriter interface {
 	Append(rec arrow.RecordBatch) error
 	Commit() (*writer.Result, error)
+	Stage() (*writer.Result, error)
 	Abort() error
 }
 
@@ -80,10 +100,25 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, fmt.Errorf("DoPut: %w", err)
 	}
+	return s.write(ctx, q, rdr)
+}
+
+// RecordSource is a stream of record batches to write (a Flight
+// MessageReader is one).
+type RecordSource interface {
+	Schema() *arrow.Schema
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// write writes rdr's rows into q's array as one atomic write, the rules
+// of DoPut (DESIGN §3) applying to q and to the stream.
+func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (*putResult, error) {
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
 	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 {
-		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp and layout", q.Array)
+		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp, layout and stage", q.Array)
 	}
 	a, err := s.openArray(ctx, q.Array, nil)
 	if err != nil {
@@ -131,6 +166,12 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	// Abort is a no-op after a successful Commit, and after a failed one
 	// it keeps what the commit object may already name.
 	defer w.Abort()
+	committed := false
+	defer func() {
+		if !committed {
+			s.cfg.Metrics.PutAborted()
+		}
+	}()
 
 	var rows, bytes int64
 	for rdr.Next() {
@@ -160,20 +201,26 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to dense array %q: the subarray %s holds %d cells but the stream has %d rows", q.Array, dense.describe(sch), dense.cells, rows)
 	}
 	if rows == 0 {
-		return &putResult{Fragments: []string{}}, nil
+		committed = true // nothing to roll back
+		return &putResult{Fragments: []string{}, Staged: q.Stage}, nil
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("DoPut to %q: the client went away before the commit; nothing was written: %w", q.Array, ctx.Err())
 	}
-	res, err := w.Commit()
+	finish := w.Commit
+	if q.Stage {
+		finish = w.Stage
+	}
+	res, err := finish()
 	if err != nil {
 		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
 	}
+	committed = true
 	frags := res.Fragments
 	if frags == nil {
 		frags = []string{}
 	}
-	return &putResult{Fragments: frags, Rows: res.Rows}, nil
+	return &putResult{Fragments: frags, Rows: res.Rows, Staged: q.Stage}, nil
 }
 
 // checkPutSchema checks the stream's schema against the array before any

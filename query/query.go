@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/query/cond"
 )
 
 // Layout is the order of the result cells.
@@ -76,7 +77,29 @@ type Query struct {
 	Limit     int64      // -1 = no limit
 	// Partitions is only meaningful to GetFlightInfo (0 = server's choice).
 	Partitions int
+	// Filter is a condition in TileDB-Py's QueryCondition syntax
+	// (package query/cond parses it; the reader binds it to the schema).
+	Filter string
+	// Aggregates, when not nil, asks for one row of aggregates instead of
+	// cells, in the order the JSON object gave them.
+	Aggregates []Aggregate
+	// Stage is only meaningful to DoPut: write the fragments without
+	// committing them (DESIGN.md §5, staged writes).
+	Stage bool
 }
+
+// Aggregate is one aggregate of the `aggregates` key: Op over Field
+// ("*" for count(*)).
+type Aggregate struct {
+	Field string
+	Op    string
+}
+
+// Column is the name of the aggregate's result column, e.g. "sum(v)".
+func (a Aggregate) Column() string { return a.Op + "(" + a.Field + ")" }
+
+// The aggregate operations (TileDB-Py's query().agg() names).
+var AggregateOps = []string{"sum", "min", "max", "mean", "count", "null_count"}
 
 type rawQuery struct {
 	Array      *string         `json:"array"`
@@ -87,6 +110,9 @@ type rawQuery struct {
 	BatchRows  *int64          `json:"batch_rows"`
 	Limit      *int64          `json:"limit"`
 	Partitions *int64          `json:"partitions"`
+	Filter     *string         `json:"filter"`
+	Aggregates json.RawMessage `json:"aggregates"`
+	Stage      *bool           `json:"stage"`
 }
 
 func invalid(format string, args ...any) error {
@@ -172,7 +198,83 @@ func Parse(b []byte) (*Query, error) {
 		}
 		q.Partitions = int(*raw.Partitions)
 	}
+	if raw.Filter != nil {
+		if strings.TrimSpace(*raw.Filter) == "" {
+			return nil, invalid("array %q: filter is empty (leave the key out for no condition)", q.Array)
+		}
+		if _, err := cond.Parse(*raw.Filter); err != nil {
+			return nil, fmt.Errorf("array %q: %w", q.Array, err)
+		}
+		q.Filter = *raw.Filter
+	}
+	if len(raw.Aggregates) > 0 && string(raw.Aggregates) != "null" {
+		aggs, err := parseAggregates(raw.Aggregates)
+		if err != nil {
+			return nil, fmt.Errorf("array %q: %w", q.Array, err)
+		}
+		q.Aggregates = aggs
+	}
+	if raw.Stage != nil {
+		q.Stage = *raw.Stage
+	}
 	return q, nil
+}
+
+func parseAggregates(b json.RawMessage) ([]Aggregate, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, invalid(`"aggregates" must be an object of field name -> list of operations, e.g. {"v": ["sum", "max"], "*": ["count"]}`)
+	}
+	out := []Aggregate{}
+	seen := map[Aggregate]bool{}
+	fields := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalid("aggregates: %v", err)
+		}
+		field := tok.(string)
+		if field == "" || strings.ContainsRune(field, 0) {
+			return nil, invalid("aggregates: empty or NUL field name")
+		}
+		if fields[field] {
+			return nil, invalid("aggregates: field %q given twice", field)
+		}
+		fields[field] = true
+		var ops []string
+		if err := dec.Decode(&ops); err != nil {
+			return nil, invalid("aggregates: field %q: want a list of operations: %v", field, err)
+		}
+		if len(ops) == 0 {
+			return nil, invalid("aggregates: field %q: empty list of operations", field)
+		}
+		for _, op := range ops {
+			known := false
+			for _, k := range AggregateOps {
+				known = known || k == op
+			}
+			if !known {
+				return nil, invalid("aggregates: field %q: unknown operation %q (want one of %s)", field, op, strings.Join(AggregateOps, ", "))
+			}
+			if field == "*" && op != "count" {
+				return nil, invalid("aggregates: \"*\" takes only \"count\", not %q", op)
+			}
+			a := Aggregate{Field: field, Op: op}
+			if seen[a] {
+				return nil, invalid("aggregates: %s asked twice", a.Column())
+			}
+			seen[a] = true
+			out = append(out, a)
+		}
+		if len(out) > 1024 {
+			return nil, invalid("aggregates: more than 1024")
+		}
+	}
+	if len(out) == 0 {
+		return nil, invalid("aggregates: no aggregate asked (leave the key out for cells)")
+	}
+	return out, nil
 }
 
 func parseSubarray(b json.RawMessage) ([]DimRanges, error) {
@@ -376,6 +478,34 @@ func (q *Query) MarshalJSON() ([]byte, error) {
 	}
 	if q.Partitions > 0 {
 		fmt.Fprintf(&b, `,"partitions":%d`, q.Partitions)
+	}
+	if q.Filter != "" {
+		b.WriteString(`,"filter":`)
+		writeJSON(&b, q.Filter)
+	}
+	if q.Aggregates != nil {
+		b.WriteString(`,"aggregates":{`)
+		// Parse keeps each field's operations together (a field key may
+		// appear once), so consecutive entries of one field share a key.
+		for i, a := range q.Aggregates {
+			switch {
+			case i == 0:
+			case q.Aggregates[i-1].Field == a.Field:
+				b.WriteByte(',')
+				writeJSON(&b, a.Op)
+				continue
+			default:
+				b.WriteString("],")
+			}
+			writeJSON(&b, a.Field)
+			b.WriteString(":[")
+			writeJSON(&b, a.Op)
+		}
+		b.WriteString("]")
+		b.WriteByte('}')
+	}
+	if q.Stage {
+		b.WriteString(`,"stage":true`)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

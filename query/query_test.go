@@ -121,3 +121,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseFilterAndAggregates(t *testing.T) {
+	q, err := Parse([]byte(`{"array":"a","filter":"v > 0.5 and s in ['x', 'y']","aggregates":{"v":["sum","mean"],"*":["count"],"s":["null_count"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Filter != "v > 0.5 and s in ['x', 'y']" {
+		t.Fatalf("filter %q", q.Filter)
+	}
+	var cols []string
+	for _, a := range q.Aggregates {
+		cols = append(cols, a.Column())
+	}
+	if strings.Join(cols, ",") != "sum(v),mean(v),count(*),null_count(s)" {
+		t.Fatalf("aggregates %v", cols)
+	}
+	b, _ := q.MarshalJSON()
+	q2, err := Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if b2, _ := q2.MarshalJSON(); string(b2) != string(b) {
+		t.Fatalf("%s != %s", b2, b)
+	}
+	for _, c := range []struct{ in, msg string }{
+		{`{"array":"a","filter":""}`, "empty"},
+		{`{"array":"a","filter":"v >"}`, "position 3"},
+		{`{"array":"a","filter":5}`, "bad JSON"},
+		{`{"array":"a","aggregates":[]}`, "must be an object"},
+		{`{"array":"a","aggregates":{}}`, "no aggregate"},
+		{`{"array":"a","aggregates":{"v":[]}}`, "empty list"},
+		{`{"array":"a","aggregates":{"v":["median"]}}`, "unknown operation"},
+		{`{"array":"a","aggregates":{"*":["sum"]}}`, "only \"count\""},
+		{`{"array":"a","aggregates":{"v":["sum","sum"]}}`, "twice"},
+		{`{"array":"a","aggregates":{"v":["sum"],"v":["max"]}}`, "twice"},
+		{`{"array":"a","aggregates":{"v":"sum"}}`, "list of operations"},
+	} {
+		_, err := Parse([]byte(c.in))
+		if !errors.Is(err, errkind.InvalidArgument) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want InvalidArgument containing %q", c.in, err, c.msg)
+		}
+	}
+}

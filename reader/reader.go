@@ -45,6 +45,9 @@ type Options struct {
 	// Cache, when set, keeps decoded schemas and fragment metadata across
 	// reads (see array.Cache); a daemon shares one between its queries.
 	Cache *array.Cache
+	// TileCache, when set, keeps decoded tiles across reads (see
+	// tileio.Cache); a daemon shares one between its queries.
+	TileCache *tileio.Cache
 }
 
 // source is a read path: dense here, sparse in reader/sparse.
@@ -99,7 +102,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	}
 	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
-		ao.Start, ao.End = q.Timestamp.Start, q.Timestamp.End
+		ao.Start, ao.End, ao.EndSet = q.Timestamp.Start, q.Timestamp.End, true
 	}
 	a, err := array.Open(ctx, st, q.Array, ao)
 	if err != nil {
@@ -112,7 +115,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	// out of the range; only then is the array opened again with it.
 	for _, f := range a.Fragments {
 		if f.Start < a.Start || f.End > a.End {
-			ao.Start, ao.End, ao.FullOverlapOnly = a.Start, a.End, true
+			ao.Start, ao.End, ao.EndSet, ao.FullOverlapOnly = a.Start, a.End, true, true
 			return array.Open(ctx, st, q.Array, ao)
 		}
 	}
@@ -128,6 +131,9 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	s := p.Array.Schema
+	if p.Query != nil && p.Query.Aggregates != nil {
+		return openAggregate(ctx, p, opt)
+	}
 	r := &Reader{plan: p}
 	if p.Array.B2ND != nil {
 		src, err := newB2NDSource(ctx, p, opt)
@@ -149,7 +155,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 	}
 	r.schema = sch
-	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey, Cache: opt.TileCache})
 	if s.IsDense() {
 		d, err := newDense(ctx, p, r.fields, sch, loader, opt)
 		if err != nil {
@@ -263,3 +269,7 @@ func (rr *recordReader) Next() bool {
 func (rr *recordReader) RecordBatch() arrow.RecordBatch { return rr.cur }
 func (rr *recordReader) Record() arrow.Record           { return rr.cur }
 func (rr *recordReader) Err() error                     { return rr.err }
+
+// MemoryInUse returns the decoded bytes that all running queries hold
+// under their memory budgets (the daemon exports it as a metric).
+func MemoryInUse() int64 { return tileio.BudgetInUse() }

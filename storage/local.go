@@ -119,13 +119,18 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	}
 	dir := path.Dir(key)
 	if dir != "." {
+		staged, err := l.putNewDir(key, data)
+		if err != nil || staged {
+			return err
+		}
 		if err := l.root.MkdirAll(dir, 0o755); err != nil {
 			return wrap("put", key, err)
 		}
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	// The temporary file lives at the root, not beside the key: TileDB
+	// lists an array's __fragments and __commits and fails on names it
+	// cannot parse, so a crash may not leave litter there.
+	tmp := tempName()
 	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return wrap("put", key, err)
@@ -161,6 +166,88 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// tempName is a fresh name at the root for an object or directory being
+// staged. List hides it; renaming it into place is atomic because it is
+// on the same filesystem as every key (a data directory with other
+// filesystems mounted inside it is not supported).
+func tempName() string {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	return tempPrefix + hex.EncodeToString(rnd[:])
+}
+
+// putNewDir writes key when its directory does not exist yet, so that the
+// directory appears together with the object: the missing directories
+// and the file are made inside a hidden staging directory at the root,
+// which is then renamed into place as the topmost missing one. Without it a
+// crash between creating "a/__schema/" and renaming the schema file into
+// it leaves an empty __schema directory, which TileDB takes for an array
+// it then cannot open (and refuses to create again). It reports false
+// when the directory already exists (the caller then writes the file the
+// usual way) or when another Put made it meanwhile.
+func (l *Local) putNewDir(key string, data []byte) (bool, error) {
+	dir := path.Dir(key)
+	// Find the topmost missing directory on the way to dir.
+	top := ""
+	for d := dir; d != "."; d = path.Dir(d) {
+		fi, err := l.root.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return false, nil // let the usual path report it
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		top = d
+	}
+	if top == "" {
+		return false, nil
+	}
+	parent := path.Dir(top)
+	if parent != "." {
+		if err := l.root.MkdirAll(parent, 0o755); err != nil {
+			return false, wrap("put", key, err)
+		}
+	}
+	stage := tempName()
+	rel := strings.TrimPrefix(key, top+"/")
+	if err := l.root.MkdirAll(path.Join(stage, path.Dir(rel)), 0o755); err != nil {
+		return false, wrap("put", key, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			l.root.RemoveAll(stage)
+		}
+	}()
+	f, err := l.root.OpenFile(path.Join(stage, rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return false, wrap("put", key, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, wrap("put", key, err)
+	}
+	if err := l.root.Rename(stage, top); err != nil {
+		// Another Put made the directory meanwhile: write the usual way.
+		return false, nil
+	}
+	ok = true
+	if d, err := l.root.Open(parent); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return true, nil
 }
 
 func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
@@ -255,6 +342,19 @@ func (l *Local) DeletePrefix(ctx context.Context, dir string) error {
 		return fmt.Errorf("storage: delete prefix: %w", err)
 	}
 	if d != "" {
+		// Moved out of the tree first, so that the prefix disappears at
+		// once: a crash in the middle of removing files one by one would
+		// leave a torn directory (an array with some of its commits, or an
+		// empty __schema/ that TileDB takes for an array it cannot open).
+		// A crash after the rename leaves hidden litter at the root.
+		trash := tempName()
+		switch err := l.root.Rename(d, trash); {
+		case err == nil:
+			_ = l.root.RemoveAll(trash) // the prefix is gone either way
+			return nil
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		}
 		if err := l.root.RemoveAll(d); err != nil {
 			return wrap("delete prefix", dir, err)
 		}

@@ -25,6 +25,11 @@ var ErrNotFound = fs.ErrNotExist
 // escape the store's root.
 var ErrInvalidPath = errors.New("invalid storage path")
 
+// ErrUnavailable is returned (wrapped) when the store could not be reached
+// or kept failing (an object store's 5xx or throttling after every retry,
+// a timeout): the request may succeed later. gRPC: Unavailable.
+var ErrUnavailable = errors.New("storage unavailable")
+
 // Entry is one result of List.
 type Entry struct {
 	// Name is the last path segment (no slashes).

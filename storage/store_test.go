@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tileflight/tileflight/internal/s3test"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
 )
@@ -31,6 +32,15 @@ var factories = []factory{
 	}},
 	{"mem", func(t *testing.T) storage.Store { return storage.NewMem() }},
 	{"errorfs(mem)", func(t *testing.T) storage.Store { return errorfs.Wrap(storage.NewMem(), errorfs.Never) }},
+	// A real S3-compatible server (moto), under a prefix so that the
+	// store's root is not the bucket's.
+	{"s3", func(t *testing.T) storage.Store { return s3test.Open(t, "root/pre", nil) }},
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	s3test.Stop()
+	os.Exit(code)
 }
 
 func names(es []storage.Entry) []string {

@@ -25,13 +25,21 @@ type logicalWrite struct {
 	st   storage.Store
 	dir  string
 	ts   uint64
+	ts0  uint64 // first timestamp of the names (ts0 <= ts); 0 = ts
 	conc int
 	key  []byte // the array's encryption key, if any
 	done []written
 }
 
+func (lw *logicalWrite) start() uint64 {
+	if lw.ts0 != 0 && lw.ts0 <= lw.ts {
+		return lw.ts0
+	}
+	return lw.ts
+}
+
 func (lw *logicalWrite) add(ctx context.Context, fr *fragment) (*written, error) {
-	n := names.New(lw.ts, lw.ts, FormatVersion)
+	n := names.New(lw.start(), lw.ts, FormatVersion)
 	m, err := fr.write(ctx, lw.st, lw.dir, n, lw.conc, genericFilterer(lw.key))
 	if err != nil {
 		// Whatever part of it reached the store goes too.
@@ -66,7 +74,7 @@ func (lw *logicalWrite) commit(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		body = b
-		key = names.CommitsDir + "/" + names.New(lw.ts, lw.ts, FormatVersion).WithExt(names.ExtCon).String()
+		key = names.CommitsDir + "/" + names.New(lw.start(), lw.ts, FormatVersion).WithExt(names.ExtCon).String()
 	}
 	if body == nil {
 		body = []byte{}
@@ -82,6 +90,17 @@ func (lw *logicalWrite) commit(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// stage hands the written fragments over uncommitted: they are no longer
+// the writer's to delete.
+func (lw *logicalWrite) stage() *Result {
+	res := &Result{Fragments: []string{}}
+	for _, w := range lw.done {
+		res.Fragments = append(res.Fragments, w.name.String())
+	}
+	lw.done = nil
+	return res
+}
+
 // abort deletes the uncommitted fragments, even when ctx is already
 // cancelled (a client going away is the usual reason to abort). What it
 // cannot delete stays invisible: no commit names it.
@@ -89,8 +108,7 @@ func (lw *logicalWrite) abort(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	for _, w := range lw.done {
-		key := storage.Join(lw.dir, names.FragmentKey(w.name))
-		if err := lw.st.DeletePrefix(ctx, key); err != nil {
+		if err := removeFragment(ctx, lw.st, lw.dir, w.name); err != nil {
 			errs = append(errs, fmt.Errorf("removing uncommitted fragment %s: %w", w.name, err))
 		}
 	}
@@ -101,7 +119,7 @@ func (lw *logicalWrite) abort(ctx context.Context) error {
 // writeFragments writes and commits the fragments of a one-shot write;
 // on failure it removes what it wrote.
 func writeFragments(ctx context.Context, st storage.Store, dir string, frags []*fragment, opt Options) (*Result, error) {
-	lw := &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey}
+	lw := &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), ts0: opt.TimestampStart, conc: opt.Concurrency, key: opt.EncryptionKey}
 	for _, fr := range frags {
 		if _, err := lw.add(ctx, fr); err != nil {
 			lw.abort(ctx)

@@ -173,6 +173,9 @@ type stream struct {
 	rows   int64
 	err    error // sticky: the first failure
 	closed bool
+	// pending delivers the outcome of the fragment being written in the
+	// background (nil when none is).
+	pending chan error
 }
 
 func newStream(ctx context.Context, st storage.Store, dir string, s *schema.ArraySchema, opt Options, dense bool) (*stream, error) {
@@ -188,7 +191,7 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 	}
 	return &stream{
 		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layoutOf(s),
-		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), conc: opt.Concurrency, key: opt.EncryptionKey},
+		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), ts0: opt.TimestampStart, conc: opt.Concurrency, key: opt.EncryptionKey},
 		buf: buffer{s: s, dims: !dense},
 	}, nil
 }
@@ -204,16 +207,72 @@ func (w *stream) usable() error {
 	return nil
 }
 
+// addAsync writes fr in the background once the previous fragment is
+// written: the caller goes on receiving and converting the next cells
+// meanwhile, so the filtering (on every core) of one fragment overlaps
+// the network and decoding (on one) of the next. At most one fragment is
+// in flight, so memory stays about two fragments' worth.
+func (w *stream) addAsync(fr *fragment) error {
+	if err := w.wait(); err != nil {
+		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
+	ch := make(chan error, 1)
+	w.pending = ch
+	go func() {
+		_, err := w.lw.add(w.ctx, fr)
+		ch <- err
+	}()
+	return nil
+}
+
+// wait waits for the fragment being written in the background, if any,
+// and returns its failure.
+func (w *stream) wait() error {
+	if w.pending == nil {
+		return nil
+	}
+	err := <-w.pending
+	w.pending = nil
+	return err
+}
+
 // fail records err, deletes what was written and releases the buffer.
 func (w *stream) fail(err error) error {
+	w.wait() // the background write touches lw and the buffered cells
 	w.err = err
 	w.buf.release()
 	w.lw.abort(w.ctx)
 	return err
 }
 
+// finish commits the fragments written (or, staged, only hands their
+// names back) and closes the writer.
+func (w *stream) finish(stage bool) (*Result, error) {
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
+	if stage {
+		res := w.lw.stage()
+		w.closed = true
+		res.Rows = w.rows
+		return res, nil
+	}
+	res, err := w.lw.commit(w.ctx)
+	if err != nil {
+		// The commit object may have landed (a lost reply): keep the
+		// fragments it would name.
+		w.err = err
+		w.closed = true // Abort must not delete what the commit may name
+		return nil, err
+	}
+	w.closed = true
+	res.Rows = w.rows
+	return res, nil
+}
+
 // abort is Abort for both writers.
 func (w *stream) abort() error {
+	w.wait()
 	w.buf.release()
 	if w.closed {
 		return nil
@@ -316,10 +375,7 @@ func (sw *SparseWriter) flush() error {
 		}
 	}
 	fr := sparseFragment(w.s, w.layout, w.fields, cs, sc.perm, w.opt.Concurrency)
-	if _, err := w.lw.add(w.ctx, fr); err != nil {
-		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
-	}
-	return nil
+	return w.addAsync(fr)
 }
 
 // Commit writes the remaining cells, checks that no two fragments of the
@@ -334,22 +390,38 @@ func (sw *SparseWriter) Commit() (*Result, error) {
 	if err := sw.flush(); err != nil {
 		return nil, err
 	}
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
 	if !w.s.AllowsDups && len(w.lw.done) > 1 {
 		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
 			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 		}
 	}
-	res, err := w.lw.commit(w.ctx)
-	if err != nil {
-		// The commit object may have landed (a lost reply): keep the
-		// fragments it would name.
-		w.err = err
-		w.closed = true // Abort must not delete what the commit may name
+	return w.finish(false)
+}
+
+// Stage writes the remaining cells and checks them as Commit does, but
+// commits nothing: the fragments stay in the store, invisible, and the
+// result lists them for CommitFragments (or AbortFragments) to settle
+// later. Abort after a successful Stage is a no-op.
+func (sw *SparseWriter) Stage() (*Result, error) {
+	w := sw.w
+	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	w.closed = true
-	res.Rows = w.rows
-	return res, nil
+	if err := sw.flush(); err != nil {
+		return nil, err
+	}
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
+	if !w.s.AllowsDups && len(w.lw.done) > 1 {
+		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
+			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+		}
+	}
+	return w.finish(true)
 }
 
 // Abort deletes every fragment written so far and releases the buffered
@@ -478,11 +550,8 @@ func (dw *DenseWriter) flush(final bool) error {
 		return w.fail(err)
 	}
 	fr := denseFragment(w.s, w.layout, w.fields, pg, sub, dw.layout, cs)
-	if _, err := w.lw.add(w.ctx, fr); err != nil {
-		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
-	}
 	dw.next += int64(end - start)
-	return nil
+	return w.addAsync(fr)
 }
 
 // Commit writes the remaining cells and makes the whole write visible at
@@ -499,15 +568,23 @@ func (dw *DenseWriter) Commit() (*Result, error) {
 	if err := dw.flush(true); err != nil {
 		return nil, err
 	}
-	res, err := w.lw.commit(w.ctx)
-	if err != nil {
-		w.err = err
-		w.closed = true // Abort must not delete what the commit may name
+	return w.finish(false)
+}
+
+// Stage writes the remaining cells as Commit does but commits nothing
+// (see SparseWriter.Stage).
+func (dw *DenseWriter) Stage() (*Result, error) {
+	w := dw.w
+	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	w.closed = true
-	res.Rows = w.rows
-	return res, nil
+	if uint64(w.rows) != dw.g.cells {
+		return nil, w.fail(invalidf("dense write to %q: %d rows for a subarray of %d cells", w.dir, w.rows, dw.g.cells))
+	}
+	if err := dw.flush(true); err != nil {
+		return nil, err
+	}
+	return w.finish(true)
 }
 
 // Abort deletes every fragment written so far; the array is left as it

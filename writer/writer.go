@@ -44,6 +44,11 @@ type Options struct {
 	// Timestamp stamps the fragments (milliseconds since the epoch);
 	// 0 means now.
 	Timestamp uint64
+	// TimestampStart, when set (and not after Timestamp), makes the
+	// fragments' names span [TimestampStart, Timestamp], as a
+	// consolidation's output does; the cells carry no timestamps of
+	// their own.
+	TimestampStart uint64
 	// MaxFragmentBytes, when > 0, splits a write whose input is larger
 	// into several fragments committed together. Default: 1 GiB.
 	MaxFragmentBytes int64

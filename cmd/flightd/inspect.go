@@ -17,7 +17,6 @@ import (
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
-	"github.com/tileflight/tileflight/storage"
 )
 
 // runInspect implements `flightd inspect PATH`: a person-readable report of
@@ -28,8 +27,10 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	ts := fs.Uint64("timestamp", 0, "open the array at this time (ms since the epoch; default now)")
 	key := fs.String("key", os.Getenv("TILEFLIGHT_ENCRYPTION_KEY"), "AES-256-GCM key of an encrypted array (32 bytes; env TILEFLIGHT_ENCRYPTION_KEY)")
 	asJSON := fs.Bool("json", false, "print the schema as schema JSON (DESIGN.md §3) instead of the report")
+	var s3f s3Flags
+	s3f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: flightd inspect [flags] PATH\n\nPrints an array's schema (dimensions, attributes, types, filters),\nits fragments and its metadata.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: flightd inspect [flags] PATH|s3://bucket/prefix/array\n\nPrints an array's schema (dimensions, attributes, types, filters),\nits fragments and its metadata.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -42,19 +43,16 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	path, err := filepath.Abs(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(stderr, "flightd inspect: %v\n", err)
-		return 1
-	}
-	st, err := storage.NewLocal(filepath.Dir(path))
-	if err != nil {
-		fmt.Fprintf(stderr, "flightd inspect: %v\n", err)
-		return 1
-	}
 	ctx := context.Background()
-	if strings.HasSuffix(path, ".b2nd") {
-		if err := inspectB2ND(ctx, stdout, st, filepath.Base(path), *asJSON); err != nil {
+	// PATH is a directory or s3://bucket/prefix/array.
+	st, name, closeStore, err := openArrayPath(ctx, fs.Arg(0), &s3f)
+	if err != nil {
+		fmt.Fprintf(stderr, "flightd inspect: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	if strings.HasSuffix(name, ".b2nd") {
+		if err := inspectB2ND(ctx, stdout, st, name, *asJSON); err != nil {
 			fmt.Fprintf(stderr, "flightd inspect: %s: %v\n", fs.Arg(0), err)
 			return 1
 		}
@@ -64,13 +62,13 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	if *key != "" {
 		opt.EncryptionKey = []byte(*key)
 	}
-	a, err := array.Open(ctx, st, filepath.Base(path), opt)
+	a, err := array.Open(ctx, st, name, opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "flightd inspect: %s: %v\n", fs.Arg(0), err)
 		return 1
 	}
 	if *asJSON {
-		b, err := schema.ToJSONArray(a.Schema, filepath.Base(path))
+		b, err := schema.ToJSONArray(a.Schema, name)
 		if err != nil {
 			fmt.Fprintf(stderr, "flightd inspect: %v\n", err)
 			return 1

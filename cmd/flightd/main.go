@@ -3,6 +3,7 @@
 //
 //	flightd [flags]          serve the data directory
 //	flightd inspect PATH     print an array's schema, fragments and metadata
+//	flightd version          print the version and commit (also -version)
 //
 // Every flag can also be set through an environment variable named
 // TILEFLIGHT_ followed by the flag name in upper case with dashes as
@@ -29,14 +30,21 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 
 	"github.com/tileflight/tileflight/flight"
-	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/flightsql"
+	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/reader/tileio"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "inspect" {
 		os.Exit(runInspect(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && (os.Args[1] == "version" || os.Args[1] == "--version") {
+		printVersion(os.Stdout)
+		os.Exit(0)
 	}
 	os.Exit(runServe(context.Background(), os.Args[1:], os.Stderr, nil))
 }
@@ -49,7 +57,7 @@ type serveConfig struct {
 	demo            bool
 	tlsCert         string
 	tlsKey          string
-	maxMessageBytes int
+	maxMessageBytes int64
 	maxStreams      uint
 	memoryBudget    int64
 	maxWorkingSet   int64
@@ -62,39 +70,77 @@ type serveConfig struct {
 	tokensFile      string
 	tokens          string
 	shutdownTimeout time.Duration
+	vacuumGrace     time.Duration
+	s3              s3Flags
+	advertise       string
+	peers           string
+	peerInterval    time.Duration
+	version         bool
+	metricsListen   string
+	idleTimeout     time.Duration
+	// getenv is where NO_COLOR is read (tests give their own).
+	getenv         func(string) string
+	pprofListen    string
+	memoryLimit    int64
+	tileCacheBytes int64
 }
+
+// errUsage marks a command-line error the flag package has already
+// printed (with the usage), so that it is not printed twice.
+var errUsage = errors.New("usage")
 
 // parseServeFlags parses args with environment fallbacks.
 func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string) (*serveConfig, error) {
-	c := &serveConfig{}
+	c := &serveConfig{getenv: getenv}
 	fs := flag.NewFlagSet("flightd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.data, "data", "./data", "data directory to serve (created if missing)")
+	fs.StringVar(&c.data, "data", "./data", "data directory to serve (created if missing), or s3://bucket/prefix")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8815", "HOST:PORT to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.demo, "demo", false, "create demo arrays in an empty data directory")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key enables TLS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
-	fs.IntVar(&c.maxMessageBytes, "max-message-bytes", 64<<20, "largest gRPC message accepted")
+	c.maxMessageBytes = 64 << 20
+	fs.Var(sizeFlag{&c.maxMessageBytes}, "max-message-bytes", "largest gRPC message accepted (a `size`: bytes, or with a unit: 64MiB)")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
-	fs.Int64Var(&c.memoryBudget, "memory-budget", 512<<20, "decoded bytes one query may hold at once")
-	fs.Int64Var(&c.maxWorkingSet, "max-working-set", 0, "most decoded bytes a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
+	c.memoryBudget = tileio.DefaultMemoryBudget
+	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
+	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
-	fs.Int64Var(&c.maxPutBytes, "max-put-bytes", 1<<30, "most Arrow bytes one DoPut may send in all")
-	fs.Int64Var(&c.maxFragBytes, "max-fragment-bytes", 128<<20, "a DoPut cuts a fragment each time this many input bytes are buffered; its fragments commit together (a DoPut peaks at about 7x this in memory)")
+	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
+	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")
+	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
+	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
+	c.s3.register(fs)
+	fs.StringVar(&c.advertise, "advertise", "", "this node's URL for clients, grpc://HOST:PORT (grpc+tls:// with TLS); turns on cluster locations in GetFlightInfo")
+	fs.StringVar(&c.peers, "peers", "", "the other nodes serving the same -data, grpc://HOST:PORT,... (this node's own URL may be listed); needs -advertise")
+	fs.DurationVar(&c.peerInterval, "peer-check-interval", 2*time.Second, "how often each peer's gRPC health is checked")
+	fs.BoolVar(&c.version, "version", false, "print the version and commit, then exit")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "HOST:PORT serving Prometheus metrics on /metrics (off when empty)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 30*time.Minute, "close client connections idle (no call running) this long (0: never)")
+	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
+	c.tileCacheBytes = tileio.DefaultCacheBytes
+	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
+	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect PATH\n\nflags (each also read from TILEFLIGHT_<NAME>):\n")
+		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, errUsage // the flag package printed it and the usage
+	}
+	if c.version {
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -136,6 +182,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	if c.key != "" && len(c.key) != 32 {
 		return nil, fmt.Errorf("encryption key: %d bytes, AES-256-GCM keys are 32", len(c.key))
 	}
+	if c.peers != "" && c.advertise == "" {
+		return nil, errors.New("-peers needs -advertise (this node's own URL)")
+	}
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("-log-format %q: want json or console", c.logFormat)
 	}
@@ -148,7 +197,11 @@ func newLogger(c *serveConfig, w io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), fmt.Errorf("-log-level %q: %v", c.logLevel, err)
 	}
 	if c.logFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		getenv := c.getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !colorOK(w, getenv)}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }
@@ -156,13 +209,24 @@ func newLogger(c *serveConfig, w io.Writer) (zerolog.Logger, error) {
 // runServe runs the daemon until ctx ends or a signal arrives. ready, if
 // not nil, receives the bound address once the server accepts calls.
 func runServe(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) int {
+	return runServeOut(ctx, args, os.Stdout, stderr, ready)
+}
+
+// runServeOut is runServe with the stream -version prints to.
+func runServeOut(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	c, err := parseServeFlags(args, stderr, os.Getenv)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "flightd: %v\n", err)
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, "flightd: %v\n", err)
+		}
 		return 2
+	}
+	if c.version {
+		printVersion(stdout)
+		return 0
 	}
 	log, err := newLogger(c, stderr)
 	if err != nil {
@@ -177,17 +241,29 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, ready chan<-
 }
 
 func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<- string) error {
-	if err := os.MkdirAll(c.data, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	store, err := storage.NewLocal(c.data)
+	store, closeStore, err := openStore(ctx, c.data, &c.s3)
 	if err != nil {
-		return fmt.Errorf("data directory %s: %w", c.data, err)
+		return fmt.Errorf("-data %s: %w", c.data, err)
 	}
+	defer closeStore()
+	// Every request the service makes to storage is counted (nil: off).
+	var mets *metrics.Metrics
+	if c.metricsListen != "" {
+		mets = metrics.New()
+	}
+	store = mets.WrapStore(store)
 	if c.demo {
 		if err := createDemoArrays(ctx, store, log); err != nil {
 			return fmt.Errorf("demo arrays: %w", err)
 		}
+	}
+	applyMemoryLimit(c, log)
+	if c.pprofListen != "" {
+		stop, err := servePprof(c.pprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	tokens, err := flight.LoadTokens(c.tokensFile, c.tokens)
 	if err != nil {
@@ -195,23 +271,50 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
-		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes,
-		Tokens: tokens,
+		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
+		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes,
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)
 	}
+	if c.advertise != "" {
+		cl, err := flight.NewCluster(c.advertise, strings.Split(c.peers, ","), c.peerInterval, log)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Peers are checked in the background; this node serves at once
+		// (peers starting together would otherwise wait on each other).
+		go cl.Start(cctx)
+		cfg.Cluster = cl
+	}
 	svc := flight.NewService(cfg)
+	// Flight SQL on the same port (DESIGN §7).
+	sqlServer, _, err := flightsql.New(svc, log, "1")
+	if err != nil {
+		return fmt.Errorf("flight sql: %w", err)
+	}
+	svc.SetSQL(sqlServer)
 
-	unaryLog, streamLog := flight.AccessLog(log)
+	unaryLog, streamLog := flight.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)
 	unaryRecover, streamRecover := flight.Recover(log)
+	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
+	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, streamRecover}
+	if mets != nil {
+		// First, so that calls refused by auth or limits are counted.
+		um, sm := mets.Interceptors()
+		unary = append([]grpc.UnaryServerInterceptor{um}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{sm}, stream...)
+	}
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(unaryLog, unaryAuth, unaryRecover),
-		grpc.ChainStreamInterceptor(streamLog, streamAuth, streamRecover),
-		grpc.MaxRecvMsgSize(c.maxMessageBytes),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+		grpc.MaxRecvMsgSize(int(c.maxMessageBytes)),
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
+	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
 	scheme := "grpc"
 	if c.tlsCert != "" {
 		creds, err := credentials.NewServerTLSFromFile(c.tlsCert, c.tlsKey)
@@ -225,6 +328,18 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	aflight.RegisterFlightServiceServer(srv, svc)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
+	// Reflection lets grpcurl and other tools discover the services.
+	reflection.Register(srv)
+	if mets != nil {
+		mets.SetGauges(svc.Gauges())
+		mets.InitializeServer(srv)
+		maddr, stop, err := serveMetrics(ctx, c.metricsListen, mets, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		log.Info().Str("metrics", "http://"+maddr+"/metrics").Msgf("metrics on http://%s/metrics", maddr)
+	}
 
 	lis, err := net.Listen("tcp", c.listen)
 	if err != nil {

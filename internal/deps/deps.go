@@ -6,6 +6,7 @@ package deps
 
 import (
 	_ "github.com/apache/arrow-go/v18/arrow/flight"
+	_ "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/dsnet/compress/bzip2"
 	_ "github.com/google/uuid"
 	_ "github.com/klauspost/compress/zstd"

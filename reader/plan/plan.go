@@ -11,6 +11,7 @@ package plan
 import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/query/cond"
 )
 
 // Range is one inclusive range of one dimension. For fixed-size dimensions
@@ -51,4 +52,6 @@ type Plan struct {
 	// Given[d] tells whether the query named dimension d (false: its
 	// ranges come from the non-empty domain).
 	Given []bool
+	// Cond is the query's filter bound to the schema, nil without one.
+	Cond *cond.Cond
 }

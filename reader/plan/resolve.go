@@ -15,6 +15,7 @@ import (
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/query/cond"
 )
 
 // Resolve checks q against the opened array a and types its subarray.
@@ -41,6 +42,14 @@ func Resolve(a *array.Array, q *query.Query) (*Plan, error) {
 			}
 		}
 		p.Columns = append([]string(nil), q.Columns...)
+	}
+
+	if q.Filter != "" {
+		c, err := cond.Compile(q.Filter, s)
+		if err != nil {
+			return nil, fmt.Errorf("array %s: %w", q.Array, err)
+		}
+		p.Cond = c
 	}
 
 	switch q.Layout {

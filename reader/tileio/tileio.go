@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -40,7 +41,7 @@ const (
 )
 
 // DefaultMemoryBudget bounds the decoded bytes a query holds at once.
-const DefaultMemoryBudget = 512 << 20
+const DefaultMemoryBudget = 128 << 20
 
 // minWorkingSetLimit is the smallest default working-set limit: tiny
 // budgets (tests, constrained deployments) still read arrays whose merge
@@ -97,6 +98,8 @@ type Options struct {
 	MaxWorkingSet int64
 	// EncryptionKey decodes encrypted arrays.
 	EncryptionKey []byte
+	// Cache, when set, keeps decoded tiles across loaders (queries).
+	Cache *Cache
 }
 
 // Loader loads tiles of one opened array. It is safe for concurrent use.
@@ -205,7 +208,7 @@ func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filter
 	var (
 		p   *filters.Pipeline
 		err error
-		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey, Concurrency: 1}
+		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey}
 	)
 	switch role {
 	case 0:
@@ -302,6 +305,13 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		return nil, err
 	}
 	tile := &Tile{charge: charge, loader: l}
+	var key string
+	if l.opt.Cache != nil {
+		key = cacheKey(l.arr, frag, name, t, l.opt.EncryptionKey)
+		if l.opt.Cache.get(key, tile) {
+			return tile, nil
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -363,6 +373,9 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		tile.Validity = v
 	}
 	ok = true
+	if l.opt.Cache != nil {
+		l.opt.Cache.put(key, tile)
+	}
 	return tile, nil
 }
 
@@ -449,6 +462,14 @@ type waiter struct {
 
 func newBudget(size int64) *budget { return &budget{size: size} }
 
+// inUse sums what every query's budget has granted, for the daemon's
+// memory metric; each budget adds and subtracts exactly what it counts.
+var inUse atomic.Int64
+
+// BudgetInUse returns the decoded bytes that all running queries hold
+// under their memory budgets.
+func BudgetInUse() int64 { return inUse.Load() }
+
 // fits reports whether n can be granted now to a request ahead of need.
 func (b *budget) fits(n int64) bool {
 	return b.used+n <= b.size || b.used == 0
@@ -461,12 +482,14 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.fits(n) {
 		b.used += n
+		inUse.Add(n)
 		b.mu.Unlock()
 		return nil
 	}
 	select {
 	case <-need:
 		b.used += n
+		inUse.Add(n)
 		b.mu.Unlock()
 		return nil
 	default:
@@ -481,6 +504,7 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 		if b.dequeue(w) {
 			b.mu.Lock()
 			b.used += n
+			inUse.Add(n)
 			b.mu.Unlock()
 		}
 		return nil
@@ -512,6 +536,7 @@ func (b *budget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
+	inUse.Add(-n)
 	b.grantLocked()
 	b.mu.Unlock()
 }
@@ -521,6 +546,7 @@ func (b *budget) grantLocked() {
 		w := b.waiters[0]
 		b.waiters = b.waiters[1:]
 		b.used += w.n
+		inUse.Add(w.n)
 		close(w.ready)
 	}
 }

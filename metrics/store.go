@@ -1,0 +1,101 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tileflight/tileflight/storage"
+)
+
+// Store wraps a storage.Store and counts its requests, bytes and latency.
+// It adds nothing else: errors and data pass through unchanged.
+type Store struct {
+	inner storage.Store
+	m     *Metrics
+}
+
+// WrapStore returns s counted by m (s itself when m is nil).
+func (m *Metrics) WrapStore(s storage.Store) storage.Store {
+	if m == nil {
+		return s
+	}
+	return &Store{inner: s, m: m}
+}
+
+// Unwrap returns the wrapped store.
+func (s *Store) Unwrap() storage.Store { return s.inner }
+
+func (s *Store) done(op string, start time.Time, err error) {
+	result := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, storage.ErrNotFound):
+		result = "not_found"
+	default:
+		result = "error"
+	}
+	s.m.storeReqs.WithLabelValues(op, result).Inc()
+	s.m.storeLat.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+// Get implements storage.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	start := time.Now()
+	b, err := s.inner.Get(ctx, key)
+	s.done("get", start, err)
+	s.m.storeBytes.WithLabelValues("read").Add(float64(len(b)))
+	return b, err
+}
+
+// GetRange implements storage.Store.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	start := time.Now()
+	b, err := s.inner.GetRange(ctx, key, off, n)
+	s.done("get_range", start, err)
+	s.m.storeBytes.WithLabelValues("read").Add(float64(len(b)))
+	return b, err
+}
+
+// Put implements storage.Store.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	start := time.Now()
+	err := s.inner.Put(ctx, key, data)
+	s.done("put", start, err)
+	if err == nil {
+		s.m.storeBytes.WithLabelValues("write").Add(float64(len(data)))
+	}
+	return err
+}
+
+// List implements storage.Store.
+func (s *Store) List(ctx context.Context, dir string) ([]storage.Entry, error) {
+	start := time.Now()
+	e, err := s.inner.List(ctx, dir)
+	s.done("list", start, err)
+	return e, err
+}
+
+// Delete implements storage.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	start := time.Now()
+	err := s.inner.Delete(ctx, key)
+	s.done("delete", start, err)
+	return err
+}
+
+// DeletePrefix implements storage.Store.
+func (s *Store) DeletePrefix(ctx context.Context, dir string) error {
+	start := time.Now()
+	err := s.inner.DeletePrefix(ctx, dir)
+	s.done("delete_prefix", start, err)
+	return err
+}
+
+// Stat implements storage.Store.
+func (s *Store) Stat(ctx context.Context, key string) (storage.Entry, error) {
+	start := time.Now()
+	e, err := s.inner.Stat(ctx, key)
+	s.done("stat", start, err)
+	return e, err
+}
