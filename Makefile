@@ -103,6 +103,10 @@ bench-kernels:
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
+# .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
+bench-b2nd: setup build
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md
+
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md

@@ -19,7 +19,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
-	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -352,13 +351,16 @@ func (s *Service) dropB2ND(ctx context.Context, name string) error {
 // doPutB2ND writes the cells of a DoPut stream into a .b2nd array: the
 // descriptor's subarray (one range per dimension, default the whole array)
 // in row-major (or col-major) order, one column per dtype field.
-func (s *Service) doPutB2ND(ctx context.Context, q *query.Query, a *array.Array, rdr *aflight.Reader) (*putResult, error) {
+func (s *Service) doPutB2ND(ctx context.Context, q *query.Query, a *array.Array, rdr RecordSource) (*putResult, error) {
 	ba := a.B2ND
 	if ba.ItemSize > 255 {
 		return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to %q: items of %d bytes are not written", q.Array, ba.ItemSize)
 	}
 	if q.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: a .b2nd array has no timestamps", q.Array)
+	}
+	if q.Stage {
+		return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to %q: staged writes are for TileDB arrays; a .b2nd has no fragments to stage", q.Array)
 	}
 	in := rdr.Schema()
 	cols := make([]int, len(ba.Dtype.Fields))

@@ -161,6 +161,9 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource,
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
 	}
+	if p.Query != nil && (p.Query.Filter != "" || p.Query.Aggregates != nil) {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", p.Array.Dir)
+	}
 	sch, err := B2NDSchema(p.Array, p.Columns)
 	if err != nil {
 		return nil, err
