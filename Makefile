@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
+.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-b2nd bench-kernels bench-s3 fixtures docs clean
 
 all: build
 
