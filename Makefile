@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean soak
+.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-b2nd bench-kernels bench-s3 fixtures docs clean soak
 
 all: build
 
@@ -102,6 +102,10 @@ bench-kernels:
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
+bench-b2nd: setup build
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md
 
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
