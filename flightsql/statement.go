@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -524,6 +525,17 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	go func() {
 		defer close(ch)
 		defer release()
+		// A panic here would not reach the gRPC handler's recovery: it
+		// fails this statement, not the daemon.
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", h.SQL).Msg("SQL statement panicked; the call fails, the daemon keeps serving")
+				select {
+				case ch <- aflight.StreamChunk{Err: flight.Status(fmt.Errorf("internal error running the statement (a bug, logged by the server): %v", p))}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		for i, ps := range rows {
 			c := first
 			if i > 0 {
