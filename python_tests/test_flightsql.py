@@ -539,3 +539,26 @@ def test_spark_jdbc_source(env, jdbc_jars):
         assert got == want and len(want) > 10
     finally:
         spark.stop()
+
+
+def test_tokens(env, flightd_bin):  # noqa: F811
+    """Flight SQL calls pass the service's token check: no token is
+    Unauthenticated, a read-only token reads but may not ingest."""
+    from flightd_fixture import running
+    _, _, daemon = env
+    with running(flightd_bin, daemon.data, env={"TILEFLIGHT_TOKENS": "rtok ro, wtok rw"}) as d:
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            with adbc_flightsql.connect(d.url) as c:
+                run_ours(c, "SELECT count(*) FROM sqlt.lookup")
+        assert "UNAUTHENTICATED" in str(e.value) or "Unauthenticated" in str(e.value), e.value
+        hdr = "adbc.flight.sql.authorization_header"
+        with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer rtok"}) as c:
+            assert run_ours(c, "SELECT count(*) FROM sqlt.lookup").column(0).to_pylist() == [50]
+            cur = c.cursor()
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                cur.adbc_ingest("ing_sparse", pa.table({"k": [77], "s": ["x"], "v": [1.0]}), mode="append",
+                                db_schema_name=SCHEMA)
+            cur.close()
+            assert "read-only" in str(e.value), e.value
+        with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer wtok"}) as c:
+            assert run_ours(c, "SELECT count(*) FROM sqlt.pts").column(0).to_pylist() == [200]
