@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: jdbc bench-sql all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-s3 fixtures docs clean
+.PHONY: jdbc bench-sql all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
 
 all: build
 
@@ -86,8 +86,19 @@ fuzz:
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
-bench: bench-flight
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+# Issue 14's table (benchmarks/bench.py): every case against TileDB
+# in-process, a Python Flight server over tiledb and an in-memory Go
+# Flight server, interleaved rounds, medians of per-round ratios; rewrites
+# benchmarks/RESULTS.md and results.png. BENCHARGS=--baseline OLD_FLIGHTD
+# adds an older daemon to the same rounds.
+bench: setup build
+	$(GO) build -o bin/memflight ./benchmarks/memflight
+	$(VPY) benchmarks/bench.py --flightd bin/flightd --memflight bin/memflight --out benchmarks/RESULTS.md $(BENCHARGS)
+
+# Go benchmarks of the hot kernels (unfilter per codec, merge, sort, Arrow
+# assembly), allocations reported.
+bench-kernels:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md

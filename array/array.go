@@ -32,8 +32,11 @@ import (
 // Options select what Open sees.
 type Options struct {
 	// Start and End bound the timestamp range (ms since the epoch,
-	// inclusive). End 0 means now.
+	// inclusive). End 0 means now, unless EndSet says that 0 was asked.
 	Start, End uint64
+	// EndSet makes End 0 mean the timestamp 0 (TileDB then sees no
+	// fragment written after it), not now.
+	EndSet bool
 	// FullOverlapOnly keeps only fragments whose range lies inside
 	// [Start, End] (TileDB does so for dense reads).
 	FullOverlapOnly bool
@@ -123,7 +126,7 @@ func isArrayListing(entries []storage.Entry) bool {
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
 	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End,
 		codec: gentile.Codec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
-	if a.End == 0 {
+	if a.End == 0 && !opt.EndSet {
 		a.End = uint64(time.Now().UnixMilli())
 	}
 	if a.Start > a.End {

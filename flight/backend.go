@@ -65,6 +65,10 @@ func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arr
 	if err != nil {
 		return nil, nil, err
 	}
+	if q.Aggregates != nil {
+		sc, err := reader.AggregateSchema(p)
+		return p, sc, err
+	}
 	sc, err := arrowSchema(p.Array, q.Array, p.Columns)
 	if err != nil {
 		return nil, nil, err
@@ -93,8 +97,12 @@ func (s *Service) partition(ctx context.Context, q *query.Query) (*arrow.Schema,
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	if q.Aggregates != nil {
+		// One row, which only the whole read can compute.
+		return sc, []*query.Query{q}, 1, nil
+	}
 	total, exact := plan.EstimateRows(p)
-	if !exact {
+	if !exact || p.Cond != nil && !p.Array.Schema.IsDense() {
 		total = -1
 	}
 	n := q.Partitions

@@ -49,6 +49,9 @@ func descriptorQuery(fd *aflight.FlightDescriptor) (*query.Query, error) {
 // arrowSchema is the Arrow schema of the columns a query asks for (all
 // columns in DESIGN §2 order when it names none).
 func arrowSchema(a *array.Array, name string, columns []string) (*arrow.Schema, error) {
+	if a.B2ND != nil {
+		return reader.B2NDSchema(a, columns)
+	}
 	s := a.Schema
 	if columns == nil {
 		for _, d := range s.Dimensions {
@@ -184,9 +187,6 @@ func (s *Service) ListFlights(c *aflight.Criteria, stream aflight.FlightService_
 		return toStatus(err)
 	}
 	for _, e := range arrays {
-		if e.B2ND {
-			continue
-		}
 		a, sc, err := s.querySchema(ctx, &query.Query{Array: e.Name, Limit: -1})
 		if err != nil {
 			// One unreadable array must not hide the others.

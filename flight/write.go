@@ -124,6 +124,9 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	if err != nil {
 		return nil, err
 	}
+	if a.B2ND != nil {
+		return s.doPutB2ND(ctx, q, a, rdr)
+	}
 	sch := a.Schema
 	if _, err := checkPutSchema(q.Array, sch, rdr.Schema()); err != nil {
 		return nil, err

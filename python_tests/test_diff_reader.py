@@ -311,16 +311,23 @@ def ref_columns(res, names, validity):
     return [tuple(r) for r in zip(*cols)] if cols else []
 
 
-def tiledb_rows(A, spec, order, sel):
+# Nullable attribute kinds that other modules add to these arrays (their
+# validity comes from TileDB's raw buffers too).
+EXTRA_NULLABLE = []
+
+
+def tiledb_rows(A, spec, order, sel, cond=None):
     """TileDB's answer for the selection sel (per dimension a list of
-    slices), in TileDB's order for `order`, as rows over dims + attrs."""
+    slices), in TileDB's order for `order`, as rows over dims + attrs
+    (restricted by the query condition cond, when given)."""
     dims = [d["name"] for d in spec["dims"]]
-    indexer = A.query(order=order, dims=dims, attrs=spec["attrs"]).multi_index
+    kw = {"cond": cond} if cond is not None else {}
+    indexer = A.query(order=order, dims=dims, attrs=spec["attrs"], **kw).multi_index
     res = indexer[tuple(sel)]
     validity = {}
-    if any(a in ("n16", "s", "sn") for a in spec["attrs"]):
+    if any(a in ("n16", "s", "sn") or a in EXTRA_NULLABLE for a in spec["attrs"]):
         raw = indexer.pyquery.results()
-        validity = {a: raw[a][2] for a in ("n16", "sn") if a in spec["attrs"]}
+        validity = {a: raw[a][2] for a in ("n16", "sn", *EXTRA_NULLABLE) if a in spec["attrs"]}
         # tiledb-py strips trailing NULs when it makes str objects, which
         # turns TileDB's var-sized fill value ("\0") into "": the
         # reference for string attributes is TileDB's raw buffers.

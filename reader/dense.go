@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
@@ -159,8 +161,12 @@ type chunk struct {
 
 	n    int
 	cols []colData
-	err  error
-	done chan struct{}
+	// pass (aggregates with a filter) marks the cells that pass; written
+	// (aggregates) the cells some fragment wrote; nil: all.
+	pass    []bool
+	written []bool
+	err     error
+	done    chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
 	// everything else waits for always completes.
@@ -195,9 +201,28 @@ type dense struct {
 	emitted  int64
 	builders []*arrowconv.ColumnBuilder
 	done     bool
+
+	// nout is the number of output columns: fields beyond them are the
+	// attributes only the filter reads.
+	nout int
+	// prog is the query's filter (nil: none).
+	prog *eval.Program
+	// agg: the chunks feed aggregates: failing cells are marked in
+	// chunk.pass instead of being overwritten, and unwritten cells in
+	// chunk.written.
+	agg bool
 }
 
 func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
+	return newDenseWith(ctx, p, fields, sch, loader, opt, false)
+}
+
+// newDenseAgg starts a dense read whose chunks feed aggregates.
+func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
+	return newDenseWith(ctx, p, fields, sch, loader, opt, true)
+}
+
+func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool) (*dense, error) {
 	s := p.Array.Schema
 	g, err := newGeom(s)
 	if err != nil {
@@ -206,9 +231,24 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 	if n, ok := plan.EstimateRows(&plan.Plan{Array: p.Array, Subarray: p.Subarray, Limit: -1, Empty: p.Empty}); !ok || n < 0 {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: the subarray has more than 2^63 cells", p.Array.Dir)
 	}
-	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}}
+	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg}
 	for i := range s.Attributes {
 		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
+	}
+	if p.Cond != nil {
+		d.prog = eval.New(p.Cond)
+		d.fields = append([]arrowconv.Field(nil), fields...)
+		for _, cf := range p.Cond.Fields {
+			if slices.ContainsFunc(d.fields, func(f arrowconv.Field) bool { return f.Name == cf.Name }) {
+				continue
+			}
+			f, err := FieldFor(s, cf.Name)
+			if err != nil {
+				return nil, fmt.Errorf("array %s: filter: %w", p.Array.Dir, err)
+			}
+			d.fields = append(d.fields, f)
+		}
+		fields = d.fields
 	}
 	for _, f := range p.Array.Fragments {
 		fr, ok, err := newFrag(g, s, f)
@@ -233,7 +273,7 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 	target := uint64(opt.MemoryBudget) / uint64(2*(opt.Workers+2))
 	target = max(256<<10, min(target, 64<<20))
 	d.chunkCells = max(1, target/rowBytes)
-	for _, f := range fields {
+	for _, f := range fields[:d.nout] {
 		d.builders = append(d.builders, arrowconv.NewColumnBuilder(f))
 	}
 	// A chunk loads up to window tiles at once, and the chunk the consumer
@@ -562,7 +602,7 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 			continue
 		}
 		k := min(want-have, d.cur.n-d.pos)
-		for i, f := range d.fields {
+		for i, f := range d.fields[:d.nout] {
 			data, offs, valid := sliceCol(f, &d.cur.cols[i], d.pos, d.pos+k, d.cur.n)
 			d.builders[i].Append(data, offs, valid, k)
 		}
@@ -573,7 +613,7 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 		d.finish()
 		return nil, io.EOF
 	}
-	cols := make([]arrow.Array, len(d.fields))
+	cols := make([]arrow.Array, d.nout)
 	defer func() {
 		for _, c := range cols {
 			if c != nil {
@@ -581,7 +621,7 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 			}
 		}
 	}()
-	for i := range d.fields {
+	for i := range d.fields[:d.nout] {
 		col, err := d.builders[i].Finish()
 		if err != nil {
 			d.finish()

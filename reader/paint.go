@@ -213,7 +213,10 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 		}
 	}
 	regs := d.regions(c)
-	if c.full && len(regs) == 1 {
+	if d.agg {
+		d.markWritten(c, &l, regs)
+	}
+	if c.full && len(regs) == 1 && d.prog == nil {
 		list, fill := d.paintList(&regs[0])
 		if !fill && len(list) == 1 {
 			return d.wrapTile(ctx, c, list[0], regs[0].tile)
@@ -232,6 +235,9 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 		if err != nil {
 			return err
 		}
+	}
+	if d.prog != nil {
+		return d.filterChunk(c)
 	}
 	return nil
 }

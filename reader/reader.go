@@ -102,7 +102,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	}
 	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
-		ao.Start, ao.End = q.Timestamp.Start, q.Timestamp.End
+		ao.Start, ao.End, ao.EndSet = q.Timestamp.Start, q.Timestamp.End, true
 	}
 	a, err := array.Open(ctx, st, q.Array, ao)
 	if err != nil {
@@ -115,7 +115,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	// out of the range; only then is the array opened again with it.
 	for _, f := range a.Fragments {
 		if f.Start < a.Start || f.End > a.End {
-			ao.Start, ao.End, ao.FullOverlapOnly = a.Start, a.End, true
+			ao.Start, ao.End, ao.EndSet, ao.FullOverlapOnly = a.Start, a.End, true, true
 			return array.Open(ctx, st, q.Array, ao)
 		}
 	}
@@ -131,8 +131,8 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	s := p.Array.Schema
-	if p.Cond != nil || p.Query != nil && p.Query.Aggregates != nil {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not implemented by the reader yet", p.Array.Dir)
+	if p.Query != nil && p.Query.Aggregates != nil {
+		return openAggregate(ctx, p, opt)
 	}
 	r := &Reader{plan: p}
 	if p.Array.B2ND != nil {

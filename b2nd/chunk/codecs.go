@@ -71,7 +71,7 @@ var (
 // concurrent use).
 func plainZstd() *zstd.Decoder {
 	zstdOnce.Do(func() {
-		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxBlockSize+1<<20))
+		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxBlockSize+1<<20), zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderLowmem(true))
 	})
 	return zstdDec
 }
@@ -85,7 +85,7 @@ func dictZstd(dict []byte) (*zstd.Decoder, error) {
 	} else {
 		opt = zstd.WithDecoderDictRaw(0, dict)
 	}
-	return zstd.NewReader(nil, opt, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxBlockSize+1<<20))
+	return zstd.NewReader(nil, opt, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxBlockSize+1<<20), zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderLowmem(true))
 }
 
 // compressStream encodes src with codec (a Codec* constant) at clevel into

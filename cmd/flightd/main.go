@@ -109,9 +109,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
-	c.maxPutBytes, c.maxFragBytes = 1<<30, 128<<20
+	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
 	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")
-	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered; its fragments commit together (a DoPut peaks at about 7x this in memory)")
+	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
@@ -128,7 +128,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	c.tileCacheBytes = tileio.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
-	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 128 MiB; -1: none")
+	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
 		fs.PrintDefaults()

@@ -223,7 +223,7 @@ func (b *binder) use(f Field, n *Name, enum string) (Field, error) {
 // checkField applies TileDB's rules on which fields a value (not a null
 // test) may be compared with.
 func (b *binder) checkField(f Field, pos int) error {
-	str := isStringType(f.Type)
+	str := IsString(f.Type)
 	switch f.Type {
 	case datatype.Any, datatype.StringUTF16, datatype.StringUTF32, datatype.StringUCS2, datatype.StringUCS4, datatype.Blob, datatype.GeomWKB, datatype.GeomWKT:
 		return b.errAt(pos, "field %q: TileDB does not compare values of type %s in conditions", f.Name, f.Type.TileDBName())
@@ -237,7 +237,9 @@ func (b *binder) checkField(f Field, pos int) error {
 	return nil
 }
 
-func isStringType(t datatype.Datatype) bool {
+// IsString reports the types TileDB compares as strings (CHAR, STRING_ASCII,
+// STRING_UTF8).
+func IsString(t datatype.Datatype) bool {
 	return t == datatype.Char || t == datatype.StringASCII || t == datatype.StringUTF8
 }
 
@@ -376,7 +378,7 @@ func (b *binder) cast(f Field, lit *Literal) ([]byte, error) {
 	if lit.Kind == LitNone {
 		return nil, b.errAt(lit.P, "None is only allowed in a null test (`== None`, `!= None`)")
 	}
-	if isStringType(f.Type) {
+	if IsString(f.Type) {
 		switch lit.Kind {
 		case LitStr, LitBytes:
 			if len(lit.Str) == 0 && !f.IsVar() {

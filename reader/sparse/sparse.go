@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"io"
 	"math"
 	"path"
@@ -29,6 +30,7 @@ import (
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
@@ -63,6 +65,11 @@ type Reader struct {
 
 	frags []*fragState
 	conds []*deleteCond
+
+	// prog is the query's filter (nil: none); tiles whose statistics
+	// prove that no cell passes are skipped (counted in Skipped).
+	prog    *eval.Program
+	skipped int
 
 	src     source
 	out     *batcher
@@ -146,7 +153,7 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 	nd := len(r.dims)
 	r.hilbert = s.CellOrder == schema.Hilbert
 	if r.hilbert {
-		r.hbits = hilbertBits(nd)
+		r.hbits = hilbert.Bits(nd)
 		r.hmax = 1<<r.hbits - 1
 	}
 	for k := 0; k < nd; k++ {
@@ -168,6 +175,9 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 		}
 	}
 	r.sorted = p.Layout == query.LayoutRowMajor || p.Layout == query.LayoutColMajor
+	if p.Cond != nil {
+		r.prog = eval.New(p.Cond)
+	}
 	if err := r.loadConditions(ctx); err != nil {
 		return nil, err
 	}
@@ -395,6 +405,16 @@ func (r *Reader) walk(fs *fragState, rt *fragmeta.RTree, level int, node uint64)
 		cells, err := fs.f.Meta.TileCellNum(node)
 		if err != nil {
 			return dataLoss(fmt.Errorf("array %s: fragment %s: %w", r.arr.Dir, fs.f.Name, err))
+		}
+		if r.prog != nil && r.mayPrune(fs, mbr) {
+			m, err := r.prog.MayMatch(tileStats(fs.f, node, cells))
+			if err != nil {
+				return dataLoss(fmt.Errorf("array %s: fragment %s: tile %d: %w", r.arr.Dir, fs.f.Name, node, err))
+			}
+			if !m {
+				r.skipped++
+				return nil
+			}
 		}
 		fs.jobs = append(fs.jobs, &tileJob{frag: fs, tile: node, cells: cells, mbr: mbr, covered: covered, all: all})
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -171,6 +172,11 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 			needDims = needDims || f.Schema.DimensionIndex(name) >= 0
 		}
 	}
+	if r.prog != nil {
+		for _, cf := range r.prog.Cond().Fields {
+			needDims = needDims || cf.Dim
+		}
+	}
 	needTS := fs.hasTS && (fs.partialTime || r.dedup)
 	for _, cu := range fs.conds {
 		needTS = needTS || cu.timestamped
@@ -187,7 +193,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 	if fs.hasDelMeta {
 		first = append(first, tileio.FieldDeleteTimestamp)
 	}
-	if j.all && len(fs.conds) == 0 {
+	if j.all && len(fs.conds) == 0 && r.prog == nil {
 		// Every cell is in: load the output columns along.
 		first = append(first, r.attrCols(f)...)
 	}
@@ -324,6 +330,12 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 			}
 		}
 	}
+	if r.prog != nil {
+		var err error
+		if del, err = r.applyFilter(lt, cnt, del, get); err != nil {
+			return nil, err
+		}
+	}
 	if del != nil && !r.dedup {
 		if cnt == nil {
 			cnt = ones(n)
@@ -387,7 +399,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 			for d, di := range r.dims {
 				x[d] = di.hilbertCoord(lt.coord(d, i), r.hbits, r.hmax)
 			}
-			lt.hv[i] = hilbertValue(x, r.hbits)
+			lt.hv[i] = hilbert.Value(x, r.hbits)
 		}
 	}
 	return lt, nil

@@ -208,7 +208,7 @@ func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filter
 	var (
 		p   *filters.Pipeline
 		err error
-		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey, Concurrency: 1}
+		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey}
 	)
 	switch role {
 	case 0:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -183,7 +184,13 @@ class TileflightDataSource(DataSource):
             return spark_schema(c.schema(_array(opts), columns=_columns(opts), **_query_opts(opts)))
 
     def reader(self, schema: StructType) -> "TileflightReader":
-        return TileflightReader(dict(self.options), schema)
+        opts = dict(self.options)
+        push = opts.get("pushFilters")
+        if push is None:
+            push = _spark_pushdown_enabled()
+        elif isinstance(push, str):
+            push = push.strip().lower() not in ("false", "0", "no")
+        return (TileflightReader if push else TileflightScanReader)(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> "TileflightWriter":
         return TileflightWriter(dict(self.options), schema, overwrite)
@@ -212,8 +219,31 @@ class EndpointPartition(InputPartition):
         self.locations = locations
 
 
-class TileflightReader(DataSourceReader):
-    """Plans one partition per endpoint; pushes filters into the query."""
+def _spark_pushdown_enabled() -> bool:
+    """Whether Spark will call pushFilters (spark.sql.python.filterPushdown.enabled).
+
+    Spark refuses a reader that implements pushFilters while the setting is
+    off (DATA_SOURCE_PUSHDOWN_DISABLED), and it does not tell the data
+    source the setting. Its planner (pyspark.sql.worker.plan_data_source_read)
+    holds it in a local named ``enable_pushdown`` of the frame that calls
+    ``reader()``; reading it there lets the source work either way, with
+    pushdown when it is on. If a Spark version stops having that local, the
+    pushdown reader is used (Spark's own error then names the setting), and
+    ``.option("pushFilters", "false")`` chooses the plain reader.
+    """
+    f = sys._getframe(1)
+    for _ in range(8):
+        if f is None:
+            break
+        if "enable_pushdown" in f.f_locals:
+            return bool(f.f_locals["enable_pushdown"])
+        f = f.f_back
+    return True
+
+
+class TileflightScanReader(DataSourceReader):
+    """Plans one partition per endpoint and streams each endpoint's batches
+    (no filter pushdown: the reader Spark gets when pushdown is off)."""
 
     def __init__(self, options: Dict[str, str], schema: StructType) -> None:
         self.options = options
@@ -223,6 +253,47 @@ class TileflightReader(DataSourceReader):
         self.subarray: Dict[str, List[List[Any]]] = {}
         self.conditions: List[str] = []
         self.empty = False
+
+    # Planning and reading --------------------------------------------------------
+
+    def _query(self) -> Dict[str, Any]:
+        q = dict(self.base)
+        if self.subarray:
+            q["subarray"] = {**(q.get("subarray") or {}), **self.subarray}
+        if self.conditions:
+            q["filter"] = " and ".join([*([q["filter"]] if "filter" in q else []), *self.conditions])
+        return q
+
+    def partitions(self) -> List[InputPartition]:
+        if self.empty:
+            return [InputPartition(None)]
+        opts = self.options
+        q = self._query()
+        parts = int(opts["partitions"]) if opts.get("partitions") else None
+        batch_rows = int(opts["batch_rows"]) if opts.get("batch_rows") else None
+        with _connect(opts) as c:
+            info = c.flight_info(self.array, columns=self.schema.fieldNames(), partitions=parts,
+                                 batch_rows=batch_rows, **q)
+        out: List[InputPartition] = []
+        for i, ep in enumerate(info.endpoints):
+            locs = [(loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)) for loc in ep.locations]
+            out.append(EndpointPartition(i, ep.ticket.ticket, locs))
+        return out or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, EndpointPartition):
+            return  # an empty result
+        import pyarrow.flight as fl
+        target = _arrow_target(self.schema)
+        ep = fl.FlightEndpoint(partition.ticket, [fl.Location(u) for u in partition.locations])
+        with _connect(self.options) as c:
+            for b in c.endpoint_batches(ep):
+                if b.num_rows:
+                    yield _conform(b, target)
+
+
+class TileflightReader(TileflightScanReader):
+    """The scan reader, with filters pushed into the query's subarray and filter."""
 
     # Filter pushdown -----------------------------------------------------------
 
@@ -301,43 +372,6 @@ class TileflightReader(DataSourceReader):
             new = [[ned[0], ned[0]]]
         self.subarray[dim["name"]] = new
         return True
-
-    # Planning and reading --------------------------------------------------------
-
-    def _query(self) -> Dict[str, Any]:
-        q = dict(self.base)
-        if self.subarray:
-            q["subarray"] = {**(q.get("subarray") or {}), **self.subarray}
-        if self.conditions:
-            q["filter"] = " and ".join([*([q["filter"]] if "filter" in q else []), *self.conditions])
-        return q
-
-    def partitions(self) -> List[InputPartition]:
-        if self.empty:
-            return [InputPartition(None)]
-        opts = self.options
-        q = self._query()
-        parts = int(opts["partitions"]) if opts.get("partitions") else None
-        batch_rows = int(opts["batch_rows"]) if opts.get("batch_rows") else None
-        with _connect(opts) as c:
-            info = c.flight_info(self.array, columns=self.schema.fieldNames(), partitions=parts,
-                                 batch_rows=batch_rows, **q)
-        out: List[InputPartition] = []
-        for i, ep in enumerate(info.endpoints):
-            locs = [(loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)) for loc in ep.locations]
-            out.append(EndpointPartition(i, ep.ticket.ticket, locs))
-        return out or [InputPartition(None)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, EndpointPartition):
-            return  # an empty result
-        import pyarrow.flight as fl
-        target = _arrow_target(self.schema)
-        ep = fl.FlightEndpoint(partition.ticket, [fl.Location(u) for u in partition.locations])
-        with _connect(self.options) as c:
-            for b in c.endpoint_batches(ep):
-                if b.num_rows:
-                    yield _conform(b, target)
 
 
 def _fits(v: Any, t: str) -> bool:

@@ -1,0 +1,505 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/plan"
+	"github.com/tileflight/tileflight/reader/tileio"
+)
+
+// aggState is one aggregate of DESIGN.md §5 (`aggregates`), accumulated
+// as TileDB 2.30 does: sum in int64 / uint64 / float64 (an overflow is an
+// error), min and max keep the first value and replace it by a smaller
+// (larger) one, so a NaN seen first sticks, mean is sum / values, count
+// counts cells and null_count null cells.
+type aggState struct {
+	spec  query.Aggregate
+	field arrowconv.Field // zero for count(*)
+	typ   datatype.Datatype
+	size  int
+
+	cells, nulls, values uint64
+	isum                 int64
+	usum                 uint64
+	fsum                 float64
+	mm                   []byte // min/max so far (values > 0)
+	overflow             bool
+}
+
+// newAggs checks the aggregates of q against the array's schema the way
+// TileDB does and prepares them.
+func newAggs(s *schema.ArraySchema, dir string, aggs []query.Aggregate) ([]*aggState, error) {
+	var out []*aggState
+	for _, a := range aggs {
+		st := &aggState{spec: a}
+		if a.Field != "*" {
+			f, err := FieldFor(s, a.Field)
+			if err != nil {
+				return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: aggregates: no attribute or dimension %q", dir, a.Field)
+			}
+			st.field, st.typ, st.size = f, f.Type, f.Type.Size()
+			bad := func(why string) error {
+				return errkind.Errorf(errkind.InvalidArgument, "array %s: aggregates: %s: %s", dir, a.Column(), why)
+			}
+			switch a.Op {
+			case "null_count":
+				if !f.Nullable {
+					return nil, bad("null_count is only for nullable fields (TileDB)")
+				}
+			case "sum", "mean", "min", "max":
+				if f.IsVar() || f.CellValNum != 1 {
+					return nil, bad("only fields of one fixed-size value per cell can be summed or compared")
+				}
+				if f.Enumeration != nil {
+					return nil, bad("aggregates over enumerated attributes are not supported")
+				}
+				switch {
+				case f.Type.IsFloat(), f.Type.IsInteger() && !f.Type.IsDatetime() && !f.Type.IsTime() && f.Type != datatype.Bool:
+				case (a.Op == "min" || a.Op == "max") && (f.Type.IsDatetime() || f.Type.IsTime()):
+				default:
+					return nil, bad(fmt.Sprintf("type %s is not supported by this aggregate", f.Type.TileDBName()))
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// add aggregates n cells of the field: data holds n fixed-size values
+// (nil for count-only aggregates), valid(i) tells whether cell i is not
+// null (nil: all valid), pass[i] whether the cell is in (nil: all), and
+// written[i] whether a fragment wrote it (dense; nil: all). Unwritten
+// cells count in count(), as TileDB's dense aggregates count every cell
+// of the subarray, and nowhere else.
+func (a *aggState) add(data []byte, n int, valid func(int) bool, pass, written []bool, dense bool) error {
+	in := func(i int) bool { return (pass == nil || pass[i]) && (written == nil || written[i]) }
+	switch a.spec.Op {
+	case "count":
+		if dense {
+			a.cells += uint64(n)
+			return nil
+		}
+		if pass == nil {
+			a.cells += uint64(n)
+			return nil
+		}
+		for i := 0; i < n; i++ {
+			if pass[i] {
+				a.cells++
+			}
+		}
+		return nil
+	case "null_count":
+		for i := 0; i < n; i++ {
+			if in(i) && valid != nil && !valid(i) {
+				a.nulls++
+			}
+		}
+		return nil
+	}
+	if len(data) < n*a.size {
+		return fmt.Errorf("%s: %d bytes for %d cells", a.spec.Column(), len(data), n)
+	}
+	sel := func(i int) bool { return in(i) && (valid == nil || valid(i)) }
+	all := pass == nil && written == nil && valid == nil
+	switch a.typ {
+	case datatype.Int8:
+		aggNum[int8](a, data, n, all, sel)
+	case datatype.Uint8:
+		aggNum[uint8](a, data, n, all, sel)
+	case datatype.Int16:
+		aggNum[int16](a, data, n, all, sel)
+	case datatype.Uint16:
+		aggNum[uint16](a, data, n, all, sel)
+	case datatype.Int32:
+		aggNum[int32](a, data, n, all, sel)
+	case datatype.Uint32:
+		aggNum[uint32](a, data, n, all, sel)
+	case datatype.Uint64:
+		aggNum[uint64](a, data, n, all, sel)
+	case datatype.Float32:
+		aggNum[float32](a, data, n, all, sel)
+	case datatype.Float64:
+		aggNum[float64](a, data, n, all, sel)
+	default:
+		aggNum[int64](a, data, n, all, sel) // INT64, datetimes, times
+	}
+	if a.overflow {
+		return errkind.Errorf(errkind.InvalidArgument, "%s: overflow on sum", a.spec.Column())
+	}
+	return nil
+}
+
+type numeric interface {
+	~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
+}
+
+func aggNum[T numeric](a *aggState, data []byte, n int, all bool, sel func(int) bool) {
+	if n == 0 {
+		return
+	}
+	xs := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(data))), n)
+	var zero T
+	isFloat := any(zero) == any(float32(0)) || any(zero) == any(float64(0))
+	signed := T(0)-1 < 0
+	switch a.spec.Op {
+	case "sum", "mean":
+		for i, x := range xs {
+			if !all && !sel(i) {
+				continue
+			}
+			a.values++
+			switch {
+			case isFloat:
+				a.fsum += float64(x)
+			case signed:
+				v := int64(x)
+				s := a.isum + v
+				if (v > 0 && s < a.isum) || (v < 0 && s > a.isum) {
+					a.overflow = true
+				}
+				a.isum = s
+			default:
+				v := uint64(x)
+				s := a.usum + v
+				if s < a.usum {
+					a.overflow = true
+				}
+				a.usum = s
+			}
+		}
+	case "min", "max":
+		// NaN is skipped (TileDB's result with NaN cells depends on the
+		// order it visits cells in: a NaN met first sticks); a field
+		// holding only NaN answers NaN.
+		var cur T
+		if a.values > 0 {
+			cur = *(*T)(unsafe.Pointer(unsafe.SliceData(a.mm)))
+		}
+		isMin := a.spec.Op == "min"
+		for i, x := range xs {
+			if !all && !sel(i) {
+				continue
+			}
+			if x != x {
+				if a.values == 0 {
+					cur = x
+					a.values++
+				}
+				continue
+			}
+			if a.values == 0 || cur != cur || (isMin && x < cur) || (!isMin && x > cur) {
+				cur = x
+			}
+			a.values++
+		}
+		if a.values > 0 {
+			if a.mm == nil {
+				a.mm = make([]byte, a.size)
+			}
+			*(*T)(unsafe.Pointer(unsafe.SliceData(a.mm))) = cur
+		}
+	}
+}
+
+// column is the aggregate's one-cell result column and its Arrow field.
+func (a *aggState) column(dense bool) (arrow.Field, arrow.Array, error) {
+	name := a.spec.Column()
+	u64 := func(v uint64) (arrow.Field, arrow.Array, error) {
+		b := arrowarray.NewUint64Builder(memPool)
+		defer b.Release()
+		b.Append(v)
+		return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Uint64}, b.NewArray(), nil
+	}
+	nullable := a.field.Nullable
+	switch a.spec.Op {
+	case "count":
+		return u64(a.cells)
+	case "null_count":
+		return u64(a.nulls)
+	case "mean":
+		b := arrowarray.NewFloat64Builder(memPool)
+		defer b.Release()
+		switch {
+		case a.values > 0:
+			b.Append(a.sumFloat() / float64(a.values))
+		case nullable:
+			b.AppendNull()
+		default:
+			b.Append(math.NaN())
+		}
+		return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}, b.NewArray(), nil
+	case "sum":
+		empty := a.values == 0 && nullable
+		switch {
+		case a.typ.IsFloat():
+			b := arrowarray.NewFloat64Builder(memPool)
+			defer b.Release()
+			if empty {
+				b.AppendNull()
+			} else {
+				b.Append(a.fsum)
+			}
+			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}, b.NewArray(), nil
+		case a.typ.IsSigned():
+			b := arrowarray.NewInt64Builder(memPool)
+			defer b.Release()
+			if empty {
+				b.AppendNull()
+			} else {
+				b.Append(a.isum)
+			}
+			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int64, Nullable: true}, b.NewArray(), nil
+		default:
+			b := arrowarray.NewUint64Builder(memPool)
+			defer b.Release()
+			if empty {
+				b.AppendNull()
+			} else {
+				b.Append(a.usum)
+			}
+			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Uint64, Nullable: true}, b.NewArray(), nil
+		}
+	}
+	// min, max: the field's own type. Without a value: null, except that
+	// TileDB's dense reads of fields that cannot be null answer zero.
+	f := a.field
+	f.Name = name
+	f.Nullable = true
+	val := a.mm
+	valid := []byte{1}
+	if a.values == 0 {
+		val = make([]byte, a.size)
+		if !dense || nullable {
+			valid[0] = 0
+		}
+	}
+	af, err := arrowconv.ArrowField(f)
+	if err != nil {
+		return arrow.Field{}, nil, err
+	}
+	col, err := arrowconv.NewColumn(f, val, nil, valid, 1)
+	return af, col, err
+}
+
+func (a *aggState) sumFloat() float64 {
+	switch {
+	case a.typ.IsFloat():
+		return a.fsum
+	case a.typ.IsSigned():
+		return float64(a.isum)
+	}
+	return float64(a.usum)
+}
+
+// aggSource answers an aggregate query with one record of one row.
+type aggSource struct {
+	run    func(ctx context.Context) error
+	aggs   []*aggState
+	dense  bool
+	schema *arrow.Schema
+	done   bool
+	close  func()
+}
+
+func (s *aggSource) Next(ctx context.Context) (arrow.Record, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	s.done = true
+	if err := s.run(ctx); err != nil {
+		return nil, err
+	}
+	cols := make([]arrow.Array, len(s.aggs))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, a := range s.aggs {
+		_, col, err := a.column(s.dense)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = col
+	}
+	return arrowarray.NewRecordBatch(s.schema, cols, 1), nil
+}
+
+func (s *aggSource) Close() {
+	if s.close != nil {
+		s.close()
+	}
+}
+
+// AggregateSchema is the schema of the one-row result of p's aggregates.
+func AggregateSchema(p *plan.Plan) (*arrow.Schema, error) {
+	s := p.Array.Schema
+	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
+	if err != nil {
+		return nil, err
+	}
+	var fields []arrow.Field
+	for _, a := range aggs {
+		f, col, err := a.column(s.IsDense())
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
+		}
+		col.Release()
+		fields = append(fields, f)
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// openAggregate plans the read of the fields the aggregates need and
+// wraps it in an aggSource.
+func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
+	s := p.Array.Schema
+	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
+	if err != nil {
+		return nil, err
+	}
+	src := &aggSource{aggs: aggs, dense: s.IsDense()}
+	if src.schema, err = AggregateSchema(p); err != nil {
+		return nil, err
+	}
+	// The inner read: every field an aggregate reads, once.
+	inner := *p
+	inner.Columns = nil
+	for _, a := range aggs {
+		if a.spec.Field != "*" && !contains(inner.Columns, a.spec.Field) {
+			inner.Columns = append(inner.Columns, a.spec.Field)
+		}
+	}
+	if len(inner.Columns) == 0 {
+		inner.Columns = []string{s.Dimensions[0].Name}
+	}
+	inner.Limit = -1
+	inner.BatchRows = query.MaxBatchRows
+	if src.dense {
+		inner.Layout = query.LayoutGlobal
+	} else {
+		inner.Layout = query.LayoutUnordered
+	}
+	var ifields []arrowconv.Field
+	for _, c := range inner.Columns {
+		f, err := FieldFor(s, c)
+		if err != nil {
+			return nil, fmt.Errorf("array %s: %w", p.Array.Dir, err)
+		}
+		ifields = append(ifields, f)
+	}
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
+	idx := func(name string) int {
+		for i, c := range inner.Columns {
+			if c == name {
+				return i
+			}
+		}
+		return -1
+	}
+	if src.dense {
+		sch, err := arrowconv.Schema(ifields, nil)
+		if err != nil {
+			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
+		}
+		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt)
+		if err != nil {
+			return nil, err
+		}
+		src.close = d.Close
+		src.run = func(ctx context.Context) error {
+			for {
+				c, err := d.nextChunk(ctx)
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				for _, a := range aggs {
+					var data []byte
+					var valid func(int) bool
+					if a.spec.Field != "*" {
+						col := &c.cols[idx(a.spec.Field)]
+						data = col.data
+						if v := col.validity; v != nil {
+							valid = func(i int) bool { return v[i] != 0 }
+						}
+					}
+					if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
+						return fmt.Errorf("array %s: %w", p.Array.Dir, err)
+					}
+				}
+			}
+		}
+	} else {
+		sp, err := openSparse(ctx, &inner, loader, ifields)
+		if err != nil {
+			return nil, err
+		}
+		src.close = sp.Close
+		src.run = func(ctx context.Context) error {
+			for {
+				rec, err := sp.Next(ctx)
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				n := int(rec.NumRows())
+				for _, a := range aggs {
+					var data []byte
+					var valid func(int) bool
+					if a.spec.Field != "*" {
+						col := rec.Column(idx(a.spec.Field))
+						if col.NullN() > 0 {
+							valid = col.IsValid
+						}
+						if a.size > 0 && !a.field.IsVar() {
+							bufs := col.Data().Buffers()
+							if len(bufs) > 1 && bufs[1] != nil {
+								off := col.Data().Offset() * a.size * int(max(a.field.CellValNum, 1))
+								data = bufs[1].Bytes()[off:]
+							}
+						}
+					}
+					if err := a.add(data, n, valid, nil, nil, false); err != nil {
+						rec.Release()
+						return fmt.Errorf("array %s: %w", p.Array.Dir, err)
+					}
+				}
+				rec.Release()
+			}
+		}
+	}
+	return &Reader{plan: p, schema: src.schema, src: src}, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var memPool = memory.DefaultAllocator

@@ -1,0 +1,128 @@
+package reader
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/reader/eval"
+)
+
+// filterChunk applies the filter to a built chunk the way TileDB 2.30 does
+// for dense reads: the condition sees each cell's newest value (fill value
+// where nothing was written), and every attribute of a cell that fails it
+// comes back as the attribute's fill value (null for nullable attributes
+// whose fill is null); dimensions keep their coordinates.
+func (d *dense) filterChunk(c *chunk) error {
+	pass := make([]bool, c.n)
+	prog := d.prog.Clone()
+	err := prog.Eval(func(name string) (eval.Column, error) {
+		for i, f := range d.fields {
+			if f.Name == name {
+				col := c.cols[i]
+				return eval.Column{Data: col.data, Offsets: col.offsets, Validity: col.validity}, nil
+			}
+		}
+		return eval.Column{}, fmt.Errorf("no column %q", name)
+	}, pass)
+	if err != nil {
+		return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: filter: %w", d.p.Array.Dir, err))
+	}
+	fails := false
+	for _, ok := range pass {
+		if !ok {
+			fails = true
+			break
+		}
+	}
+	if !fails {
+		return nil
+	}
+	if d.agg {
+		c.pass = pass
+		return nil
+	}
+	for i, f := range d.fields[:d.nout] {
+		if f.Role == arrowconv.Dimension {
+			continue
+		}
+		at := d.attrs[f.Name]
+		col := &c.cols[i]
+		if f.Nullable {
+			v := byte(0)
+			if at.FillValid {
+				v = 1
+			}
+			if col.validity == nil {
+				col.validity = make([]byte, c.n)
+				for k := range col.validity {
+					col.validity[k] = 1
+				}
+			}
+			for k, ok := range pass {
+				if !ok {
+					col.validity[k] = v
+				}
+			}
+		}
+		if !f.IsVar() {
+			cs := f.CellSize()
+			for k, ok := range pass {
+				if !ok {
+					copy(col.data[k*cs:(k+1)*cs], at.FillValue)
+				}
+			}
+			continue
+		}
+		// Var-sized: rebuild data and offsets with the fill value in the
+		// failing cells.
+		var data []byte
+		offs := make([]byte, 8*c.n)
+		for k := 0; k < c.n; k++ {
+			binary.LittleEndian.PutUint64(offs[8*k:], uint64(len(data)))
+			if !pass[k] {
+				data = append(data, at.FillValue...)
+				continue
+			}
+			s := binary.LittleEndian.Uint64(col.offsets[8*k:])
+			e := uint64(len(col.data))
+			if k+1 < c.n {
+				e = binary.LittleEndian.Uint64(col.offsets[8*(k+1):])
+			}
+			if s > e || e > uint64(len(col.data)) {
+				return errkind.Errorf(errkind.DataLoss, "array %s: attribute %q: offsets %d..%d outside %d bytes", d.p.Array.Dir, f.Name, s, e, len(col.data))
+			}
+			data = append(data, col.data[s:e]...)
+		}
+		col.data, col.offsets = data, offs
+	}
+	return nil
+}
+
+// markWritten records in c.written which cells of the chunk a fragment
+// wrote (nil when every region is written whole).
+func (d *dense) markWritten(c *chunk, l *chunkLayout, regs []region) {
+	mark := func(dst, src, stride, n int) {
+		for k := 0; k < n; k++ {
+			c.written[dst+k] = true
+		}
+	}
+	for i := range regs {
+		list, fill := d.paintList(&regs[i])
+		if !fill {
+			continue
+		}
+		if c.written == nil {
+			c.written = make([]bool, c.n)
+			for j := range regs {
+				if _, f2 := d.paintList(&regs[j]); !f2 {
+					d.walk(l, &regs[j], nil, nil, mark)
+				}
+			}
+		}
+		for _, fr := range list {
+			d.walk(l, &regs[i], fr.nlo, fr.nhi, mark)
+		}
+	}
+}
