@@ -290,7 +290,8 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	svc := flight.NewService(cfg)
 	// Flight SQL on the same port (DESIGN §7).
-	sqlServer, _, err := flightsql.New(svc, log, "1")
+	ver, _, _ := versionInfo()
+	sqlServer, _, err := flightsql.New(svc, log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
