@@ -72,7 +72,8 @@ def evil(s):
     for d in s["deadlines"]:
         what = ("a DoPut streaming 100-row batches every 10 ms" if d.get("call") == "DoPut"
                 else "a DoGet of the whole 128 MiB array")
-        out.append(f"| {what}, {d['deadline_s']} s deadline | {d['code']} after {d['returned_after_s']} s; nothing written, slot released |")
+        srv = f"; the server ended the call after {d['server_s']} s" if "server_s" in d else ""
+        out.append(f"| {what}, {d['deadline_s']} s deadline | the client saw {d['code']} after {d['returned_after_s']} s{srv}; nothing written, slot released |")
     out.append(f"| SIGTERM after all of the above | exited 0 in {s['sigterm_stop_s']} s |")
     out.append(f"| {it['connections']} idle connections, -idle-timeout 2s | FDs {it['fds_before']} -> {it['fds_with_idle']} -> {it['fds_after_2s_idle_timeout']} (closed by the server; the clients reconnect) |")
     out.append("")
