@@ -286,16 +286,12 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		// Peers are checked in the background; this node serves at once
-		// (peers starting together would otherwise wait on each other).
-		go cl.Start(cctx)
 		cfg.Cluster = cl
 	}
 	svc := flight.NewService(cfg)
 	// Flight SQL on the same port (DESIGN §7).
-	sqlServer, _, err := flightsql.New(svc, log, "1")
+	ver, _, _ := versionInfo()
+	sqlServer, _, err := flightsql.New(svc, log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
@@ -362,6 +358,14 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	log.Info().Str("data", c.data).Str("url", scheme+"://"+addr).Msgf("flightd ready on %s://%s", scheme, addr)
+	if cfg.Cluster != nil {
+		// Peers are checked in the background, once this node is ready;
+		// it serves at once (peers starting together would otherwise wait
+		// on each other).
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go cfg.Cluster.Start(cctx)
+	}
 	if ready != nil {
 		ready <- addr
 	}
