@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench bench-s3 fixtures docs clean
+.PHONY: all setup build test gotest pytest vet serve fuzz bench bench-s3 bench-cond diff-cond fixtures docs clean
 
 all: build
 
@@ -89,6 +89,16 @@ bench-flight: setup build
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# More random filters and aggregates against TileDB than the CI run
+# (COND_ARRAYS arrays, a random seed unless COND_SEED is given).
+COND_ARRAYS ?= 80
+diff-cond: setup build
+	TILEFLIGHT_COND_SEED=$${COND_SEED:-$$RANDOM} TILEFLIGHT_COND_ARRAYS=$(COND_ARRAYS) $(PYENV) $(VPY) -m pytest -q python_tests/test_diff_cond.py
+
+# Aggregates and filters against in-process TileDB (appends to RESULTS.md).
+bench-cond: setup build
+	$(VPY) benchmarks/cond_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)
