@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -423,11 +424,33 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 		if err != nil {
 			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 		}
-		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt)
+		var mu sync.Mutex
+		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt, func(f *array.Fragment, t, cells uint64) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return statsTile(aggs, f, t, cells)
+		})
 		if err != nil {
 			return nil, err
 		}
 		src.close = d.Close
+		addChunk := func(c *chunk) error {
+			for _, a := range aggs {
+				var data []byte
+				var valid func(int) bool
+				if a.spec.Field != "*" {
+					col := &c.cols[idx(a.spec.Field)]
+					data = col.data
+					if v := col.validity; v != nil {
+						valid = func(i int) bool { return v[i] != 0 }
+					}
+				}
+				if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
+					return fmt.Errorf("array %s: %w", p.Array.Dir, err)
+				}
+			}
+			return nil
+		}
 		src.run = func(ctx context.Context) error {
 			for {
 				c, err := d.nextChunk(ctx)
@@ -437,19 +460,14 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 				if err != nil {
 					return err
 				}
-				for _, a := range aggs {
-					var data []byte
-					var valid func(int) bool
-					if a.spec.Field != "*" {
-						col := &c.cols[idx(a.spec.Field)]
-						data = col.data
-						if v := col.validity; v != nil {
-							valid = func(i int) bool { return v[i] != 0 }
-						}
-					}
-					if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
-						return fmt.Errorf("array %s: %w", p.Array.Dir, err)
-					}
+				if c.answered {
+					continue
+				}
+				mu.Lock() // workers may be adding tile statistics meanwhile
+				err = addChunk(c)
+				mu.Unlock()
+				if err != nil {
+					return err
 				}
 			}
 		}
@@ -584,14 +602,14 @@ func (a *aggState) fromStats(f *array.Fragment, t, cells uint64) (func(), bool, 
 	if values == 0 {
 		return func() {}, true, nil
 	}
+	if a.typ.IsFloat() {
+		return nil, false, nil // NaN cells derail TileDB's float bounds (see eval.MayMatch)
+	}
 	v := lo
 	if a.spec.Op == "max" {
 		v = hi
 	}
 	if len(v) != a.size {
-		return nil, false, nil
-	}
-	if _, isNaN := rawFloat(a.typ, v); isNaN {
 		return nil, false, nil
 	}
 	return func() {

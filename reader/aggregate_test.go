@@ -143,9 +143,11 @@ func TestAggregatesFromTileStats(t *testing.T) {
 		want     map[string]string
 		dataRead bool
 	}{
-		{"whole tiles", false, `{"array":"s","aggregates":{"v":["sum","min","max","count"],"n":["null_count","sum","mean","max"],"*":["count"]}}`,
+		{"whole tiles", false, `{"array":"s","aggregates":{"v":["sum","min","max","count"],"n":["null_count","sum","mean"],"*":["count"]}}`,
 			map[string]string{"sum(v)": fmt.Sprint(sumV), "min(v)": "-500", "max(v)": "499", "count(v)": "1000",
-				"null_count(n)": fmt.Sprint(nulls), "sum(n)": fmt.Sprint(sumN), "mean(n)": fmt.Sprint(sumN / float64(cnt)), "max(n)": "499.5", "count(*)": "1000"}, false},
+				"null_count(n)": fmt.Sprint(nulls), "sum(n)": fmt.Sprint(sumN), "mean(n)": fmt.Sprint(sumN / float64(cnt)), "count(*)": "1000"}, false},
+		// Float bounds are not taken from statistics (NaN cells derail them).
+		{"float max", false, `{"array":"s","aggregates":{"n":["max"]}}`, map[string]string{"max(n)": "499.5"}, true},
 		{"whole tiles in a subarray", false, `{"array":"s","subarray":{"x":[[100,299]]},"aggregates":{"v":["sum","count"]}}`,
 			map[string]string{"sum(v)": fmt.Sprint(sumRange(100, 299)), "count(v)": "200"}, false},
 		{"partial tiles", false, `{"array":"s","subarray":{"x":[[150,249]]},"aggregates":{"v":["sum","count"]}}`,
@@ -164,7 +166,7 @@ func TestAggregatesFromTileStats(t *testing.T) {
 					t.Errorf("%s = %v, want %s", k, got[k], v)
 				}
 			}
-			if read := log.reads("/v.tdb") + log.reads("/a0.tdb"); (read > 0) != c.dataRead {
+			if read := log.reads("/a0.tdb") + log.reads("/a1.tdb"); (read > 0) != c.dataRead {
 				t.Errorf("attribute data read %d times; want reads: %v (keys %v)", read, c.dataRead, log.keys)
 			}
 		})

@@ -115,7 +115,7 @@ func TestMayMatch(t *testing.T) {
 		{"i == None", true}, {"i != None", true},
 		{"u != 7", false}, {"u not in [7, 8]", false}, {"u != 8", true},
 		{"f < 0", true}, // NaN bound: unknown
-		{"f > 5", true}, // a NaN bound: the tile is read
+		{"f > 5", true}, // float bounds are not trusted: the tile is read
 		{"i < 10 or u == 7", true}, {"i < 10 and u == 7", false},
 		{"s == 'x'", true}, // no statistics
 	}
