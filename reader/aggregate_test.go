@@ -216,3 +216,78 @@ func TestFilterSkipsTilesByMinMax(t *testing.T) {
 		t.Fatalf("%d reads of v's tiles, want the one tile holding 0 (keys %v)", n, log.keys)
 	}
 }
+
+// "timestamp": 0 and [0, 0] open the array at 0, as TileDB does: the
+// fragment written at 10 is not visible (it once meant "now").
+func TestTimestampZero(t *testing.T) {
+	st, _ := sparseFixture(t, false)
+	for _, c := range []struct {
+		ts   string
+		want string
+	}{{"0", "0"}, {"[0, 0]", "0"}, {"9", "0"}, {"10", "1000"}, {"[10, 10]", "1000"}, {"[11, 20]", "0"}} {
+		got := aggRow(t, st, `{"array":"s","timestamp":`+c.ts+`,"aggregates":{"*":["count"]}}`)
+		if fmt.Sprint(got["count(*)"]) != c.want {
+			t.Errorf("timestamp %s: count %v, want %s", c.ts, got["count(*)"], c.want)
+		}
+	}
+}
+
+// Dense: whole space tiles that one fragment wrote are answered from tile
+// statistics; a partial tile, or one a newer fragment overlaps, is read.
+func TestDenseAggregatesFromTileStats(t *testing.T) {
+	ctx := context.Background()
+	mem := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type": "dense", "cell_order": "row-major", "tile_order": "row-major",
+	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 100}],
+	  "attributes": [{"name": "v", "type": "int32"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, mem, "d", s); err != nil {
+		t.Fatal(err)
+	}
+	write := func(lo, hi int64, ts uint64) {
+		v := make([]byte, 4*(hi-lo+1))
+		for x := lo; x <= hi; x++ {
+			binary.LittleEndian.PutUint32(v[4*(x-lo):], uint32(int32(x-500)))
+		}
+		if _, err := writer.WriteDense(ctx, mem, "d", s, [][2]int64{{lo, hi}}, schema.RowMajor,
+			map[string]writer.Column{"v": {Data: v}}, writer.Options{Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, 999, 10)
+	write(300, 349, 20) // same values: only the reads change
+	log := &keyLog{}
+	st := errorfs.Wrap(mem, log)
+	for _, c := range []struct {
+		sub      string
+		lo, hi   int
+		dataRead bool
+	}{
+		{`"x":[[0,299]]`, 0, 299, false},
+		{`"x":[[0,199],[400,599]]`, -1, -1, false},
+		{`"x":[[150,249]]`, 150, 249, true},
+		{`"x":[[300,399]]`, 300, 399, true},
+	} {
+		log.keys = nil
+		got := aggRow(t, st, `{"array":"d","subarray":{`+c.sub+`},"aggregates":{"v":["sum","count","min"]}}`)
+		want, n := int64(0), 0
+		for x := 0; x < 1000; x++ {
+			in := x >= c.lo && x <= c.hi
+			if c.lo < 0 {
+				in = x <= 199 || x >= 400 && x <= 599
+			}
+			if in {
+				want += int64(x - 500)
+				n++
+			}
+		}
+		if fmt.Sprint(got["sum(v)"]) != fmt.Sprint(want) || fmt.Sprint(got["count(v)"]) != fmt.Sprint(n) {
+			t.Errorf("%s: sum %v count %v, want %d %d", c.sub, got["sum(v)"], got["count(v)"], want, n)
+		}
+		if read := log.reads("/a0.tdb"); (read > 0) != c.dataRead {
+			t.Errorf("%s: attribute data read %d times, want reads: %v", c.sub, read, c.dataRead)
+		}
+	}
+}
