@@ -169,7 +169,7 @@ type chunk struct {
 	// has no columns.
 	answered bool
 	err      error
-	done    chan struct{}
+	done     chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
 	// everything else waits for always completes.
