@@ -10,13 +10,19 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup build test gotest pytest vet serve fuzz bench bench-s3 bench-cond diff-cond fixtures docs clean
+.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 bench-cond diff-cond fixtures docs clean
 
 all: build
 
 # setup: Go modules and the pinned Python environment (idempotent).
-setup: $(VENV)/.stamp
+setup: $(VENV)/.stamp pyclient
 	$(GO) mod download
+
+# pyclient: the tileflight Python package (python/) installed editable into
+# the venv; skipped when the venv already imports it from this checkout.
+pyclient: $(VENV)/.stamp
+	@$(VPY) -c "import sys, tileflight; sys.exit(not tileflight.__file__.startswith('$(abspath python/src)/'))" 2>/dev/null \
+	  || $(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e ./python
 
 $(VENV)/.stamp: python_tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -80,8 +86,19 @@ fuzz:
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
-bench: bench-flight
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+# Issue 14's table (benchmarks/bench.py): every case against TileDB
+# in-process, a Python Flight server over tiledb and an in-memory Go
+# Flight server, interleaved rounds, medians of per-round ratios; rewrites
+# benchmarks/RESULTS.md and results.png. BENCHARGS=--baseline OLD_FLIGHTD
+# adds an older daemon to the same rounds.
+bench: setup build
+	$(GO) build -o bin/memflight ./benchmarks/memflight
+	$(VPY) benchmarks/bench.py --flightd bin/flightd --memflight bin/memflight --out benchmarks/RESULTS.md $(BENCHARGS)
+
+# Go benchmarks of the hot kernels (unfilter per codec, merge, sort, Arrow
+# assembly), allocations reported.
+bench-kernels:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md

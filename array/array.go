@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tileflight/tileflight/b2nd"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/commits"
@@ -67,6 +68,12 @@ type Array struct {
 	// generic tile says so). Only then do data tiles carry the encryption
 	// filter, so a key must be applied to this array's tiles only.
 	Encrypted bool
+	// B2ND is set when the array is a Blosc2 NDArray (.b2nd) rather than a
+	// TileDB array: Schema is then synthesized from it (dense, dimensions
+	// dim0.. of int64 over [0, shape-1] with the chunk shape as tile
+	// extents, one attribute per dtype field), it has no fragments, its
+	// whole domain is non-empty and it has no time travel.
+	B2ND *b2nd.Array
 
 	codec gentile.Codec
 	cache *Cache

@@ -185,7 +185,7 @@ def run(args):
     lines += [
         "",
         f"Median per-round ratios: tiledb S3 / flightd S3 = **{ratio_tdb:.2f}x** (target >= 1x); "
-        f"flightd S3 / flightd local = {ratio_local:.2f}x slower.",
+        f"flightd S3 takes {ratio_local:.2f}x the time of flightd local.",
         "",
         "Nodes on one bucket, 3 parallel clients each reading the whole array through its endpoints:",
         "",

@@ -17,6 +17,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -76,6 +77,9 @@ func (s *Service) ListActions(_ *aflight.Empty, stream aflight.FlightService_Lis
 			return err
 		}
 	}
+	if s.sql != nil {
+		return s.sql.ListActions(&aflight.Empty{}, stream)
+	}
 	return nil
 }
 
@@ -83,6 +87,11 @@ func (s *Service) ListActions(_ *aflight.Empty, stream aflight.FlightService_Lis
 func (s *Service) DoAction(a *aflight.Action, stream aflight.FlightService_DoActionServer) error {
 	ctx := stream.Context()
 	def, ok := actions[a.GetType()]
+	if !ok && s.sql != nil && !strings.Contains(a.GetType(), "_") {
+		// Flight SQL's actions are CamelCase (CreatePreparedStatement,
+		// ClosePreparedStatement, ...); the JSON protocol's snake_case.
+		return s.sql.DoAction(a, stream)
+	}
 	if !ok {
 		names := make([]string, 0, len(actions))
 		for n := range actions {
@@ -197,6 +206,9 @@ func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.B2ND != nil {
+		return DescribeB2ND(a.B2ND), nil
+	}
 	b, err := schema.ToJSONArray(a.Schema, name)
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, err)
@@ -219,8 +231,8 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	if err := query.ValidateArrayName(name); err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(name, ".b2nd") {
-		return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: names ending in .b2nd are Blosc2 NDArray files, which create_array does not make", name)
+	if reader.IsB2ND(name) {
+		return s.createB2ND(ctx, name, body)
 	}
 	body, encrypted, err := takeEncrypted(body)
 	if err != nil {
@@ -311,6 +323,12 @@ func (s *Service) actDrop(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if reader.IsB2ND(name) {
+		if err := s.dropB2ND(ctx, name); err != nil {
+			return nil, err
+		}
+		return map[string]string{"dropped": name}, nil
+	}
 	key, err := s.writeKey(ctx, name)
 	if err != nil {
 		return nil, err
@@ -335,7 +353,7 @@ func (s *Service) actListFragments(ctx context.Context, body []byte) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]fragmentJSON, 0, len(a.Fragments))
+	out := make([]fragmentJSON, 0, len(a.Fragments)) // none for a .b2nd
 	for _, f := range a.Fragments {
 		cells, err := f.CellNum()
 		if err != nil {
@@ -379,6 +397,9 @@ func (s *Service) actGetMetadata(ctx context.Context, body []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if a.B2ND != nil {
+		return B2NDMetadata(a.B2ND)
+	}
 	snap, err := a.Metadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, err)
@@ -406,6 +427,15 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 	callInfo(ctx).SetArray(name)
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
+	}
+	if reader.IsB2ND(name) {
+		if b.Metadata == nil {
+			return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "metadata": an object of key -> value`, name)
+		}
+		if b.Timestamp != nil {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: a .b2nd array has no timestamps", name)
+		}
+		return s.putB2NDMetadata(ctx, name, b.Metadata)
 	}
 	key, err := s.writeKey(ctx, name)
 	if err != nil {

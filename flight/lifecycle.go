@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/lifecycle"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/writer"
@@ -43,6 +44,20 @@ func init() {
 			`Result: {"mode", "removed": [paths], "uncommitted": [fragments]}; a fragments vacuum also removes uncommitted fragments older than -vacuum-grace.`,
 		mutates: true,
 		run:     (*Service).actVacuum,
+	}
+	actions["delete"] = actionDef{
+		desc: `Delete the cells of a sparse array that match a condition, with a delete commit TileDB honours. ` +
+			`Body: {"array": NAME, "filter": CONDITION in TileDB-Py's QueryCondition syntax, "timestamp": optional t (ms; default now)}. ` +
+			`Result: {"commit": path of the .del file}. Reads at or after t leave the cells out; earlier timestamps still see them.`,
+		mutates: true,
+		run:     (*Service).actDelete,
+	}
+	actions["evolve_schema"] = actionDef{
+		desc: `Evolve an array's schema as TileDB's ArraySchemaEvolution does: a new schema file, older fragments kept as written. ` +
+			`Body: {"array": NAME, "add_attributes": [attribute objects of the schema JSON], "drop_attributes": [names], "timestamp": optional t}. ` +
+			`Result: the new schema JSON (as describe).`,
+		mutates: true,
+		run:     (*Service).actEvolveSchema,
 	}
 }
 
@@ -182,4 +197,76 @@ func parseTimestampOnly(raw []byte) (*query.Timestamp, error) {
 		return &query.Timestamp{}, nil
 	}
 	return q.Timestamp, nil
+}
+
+func (s *Service) actDelete(ctx context.Context, body []byte) (any, error) {
+	var b struct {
+		Array     *string `json:"array"`
+		Filter    *string `json:"filter"`
+		Timestamp *uint64 `json:"timestamp"`
+	}
+	if err := parseBody(body, &b); err != nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `%v (want {"array": NAME, "filter": CONDITION})`, err)
+	}
+	if b.Array == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `body needs "array": the array's name`)
+	}
+	name := *b.Array
+	callInfo(ctx).SetArray(name)
+	if b.Filter == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "filter": the condition of the cells to delete`, name)
+	}
+	if err := s.checkArray(ctx, name); err != nil {
+		return nil, err
+	}
+	key, err := s.writeKey(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var t uint64
+	if b.Timestamp != nil {
+		t = *b.Timestamp
+	}
+	rel, err := lifecycle.Delete(ctx, s.cfg.Store, name, *b.Filter, t, key)
+	if err != nil {
+		return nil, fmt.Errorf("array %q: delete: %w", name, storageErr(err))
+	}
+	return map[string]string{"commit": rel}, nil
+}
+
+func (s *Service) actEvolveSchema(ctx context.Context, body []byte) (any, error) {
+	var b struct {
+		Array     *string           `json:"array"`
+		Add       []json.RawMessage `json:"add_attributes"`
+		Drop      []string          `json:"drop_attributes"`
+		Timestamp *uint64           `json:"timestamp"`
+	}
+	if err := parseBody(body, &b); err != nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `%v (want {"array": NAME, "add_attributes": [...], "drop_attributes": [...]})`, err)
+	}
+	if b.Array == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, `body needs "array": the array's name`)
+	}
+	name := *b.Array
+	callInfo(ctx).SetArray(name)
+	if err := s.checkArray(ctx, name); err != nil {
+		return nil, err
+	}
+	key, err := s.writeKey(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var t uint64
+	if b.Timestamp != nil {
+		t = *b.Timestamp
+	}
+	ns, err := writer.EvolveSchema(ctx, s.cfg.Store, name, b.Add, b.Drop, t, writer.ArrayOptions{EncryptionKey: key})
+	if err != nil {
+		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
+	}
+	out, err := schema.ToJSONArray(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(withEncrypted(out, len(key) > 0)), nil
 }

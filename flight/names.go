@@ -13,6 +13,7 @@ import (
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -58,10 +59,14 @@ func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, 
 			if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(prefix, name+"/") {
 				continue
 			}
-			if !e.IsDir {
-				if strings.HasSuffix(name, ".b2nd") && strings.HasPrefix(name, prefix) {
+			if strings.HasSuffix(name, ".b2nd") {
+				// A file is a contiguous frame, a directory a sparse one.
+				if strings.HasPrefix(name, prefix) {
 					out = append(out, arrayEntry{Name: name, B2ND: true})
 				}
+				continue
+			}
+			if !e.IsDir {
 				continue
 			}
 			ok, err := array.IsArray(ctx, s.cfg.Store, name)
@@ -93,6 +98,15 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 	if err := s.checkName(ctx, name); err != nil {
 		return err
 	}
+	if reader.IsB2ND(name) {
+		if _, err := s.cfg.Store.Stat(ctx, name); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return notFound(name)
+			}
+			return fmt.Errorf("array %q: %w", name, storageErr(err))
+		}
+		return nil
+	}
 	ok, err := array.IsArray(ctx, s.cfg.Store, name)
 	if err != nil {
 		return fmt.Errorf("array %q: %w", name, storageErr(err))
@@ -111,11 +125,6 @@ func (s *Service) checkName(ctx context.Context, name string) error {
 	if err := query.ValidateArrayName(name); err != nil {
 		return err
 	}
-	if strings.HasSuffix(name, ".b2nd") {
-		if _, err := s.cfg.Store.Stat(ctx, name); err == nil {
-			return errkind.Errorf(errkind.Unimplemented, "array %q: Blosc2 NDArray (.b2nd) files are not served yet", name)
-		}
-	}
 	return nil
 }
 
@@ -130,6 +139,16 @@ func notFound(name string) error {
 func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestamp) (*array.Array, error) {
 	if err := s.checkName(ctx, name); err != nil {
 		return nil, err
+	}
+	if reader.IsB2ND(name) {
+		if ts != nil {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", name)
+		}
+		a, err := reader.OpenB2ND(ctx, s.cfg.Store, name)
+		if err != nil {
+			return nil, s.openErr(ctx, name, err)
+		}
+		return a, nil
 	}
 	opt := array.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache}
 	if ts != nil {

@@ -49,6 +49,9 @@ func descriptorQuery(fd *aflight.FlightDescriptor) (*query.Query, error) {
 // arrowSchema is the Arrow schema of the columns a query asks for (all
 // columns in DESIGN §2 order when it names none).
 func arrowSchema(a *array.Array, name string, columns []string) (*arrow.Schema, error) {
+	if a.B2ND != nil {
+		return reader.B2NDSchema(a, columns)
+	}
 	s := a.Schema
 	if columns == nil {
 		for _, d := range s.Dimensions {
@@ -99,6 +102,9 @@ func (s *Service) querySchema(ctx context.Context, q *query.Query) (*array.Array
 
 // GetSchema returns the Arrow schema of the descriptor's query.
 func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.GetSchema(ctx, fd)
+	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -114,6 +120,9 @@ func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (
 // GetFlightInfo resolves the descriptor's query and splits it into
 // endpoints whose tickets cover disjoint parts of the result.
 func (s *Service) GetFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.GetFlightInfo(ctx, fd)
+	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -153,6 +162,15 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 	return info, nil
 }
 
+// PollFlightInfo answers Flight SQL commands (the JSON protocol has no
+// long-running queries to poll).
+func (s *Service) PollFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.PollInfo, error) {
+	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.PollFlightInfo(ctx, fd)
+	}
+	return nil, toStatus(errkind.Errorf(errkind.Unimplemented, "PollFlightInfo: JSON queries are answered by GetFlightInfo at once; use it"))
+}
+
 // ListFlights returns one FlightInfo per array whose name starts with the
 // criteria's expression (all arrays when it is empty).
 func (s *Service) ListFlights(c *aflight.Criteria, stream aflight.FlightService_ListFlightsServer) error {
@@ -169,9 +187,6 @@ func (s *Service) ListFlights(c *aflight.Criteria, stream aflight.FlightService_
 		return toStatus(err)
 	}
 	for _, e := range arrays {
-		if e.B2ND {
-			continue
-		}
 		a, sc, err := s.querySchema(ctx, &query.Query{Array: e.Name, Limit: -1})
 		if err != nil {
 			// One unreadable array must not hide the others.
@@ -203,6 +218,9 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	ctx := stream.Context()
 	if t == nil || len(t.Ticket) == 0 {
 		return toStatus(errkind.Errorf(errkind.InvalidArgument, "empty ticket: a ticket is a query JSON such as {\"array\": \"demo/dense\"}"))
+	}
+	if s.routeSQL(t.Ticket) {
+		return s.sql.DoGet(t, stream)
 	}
 	q, err := query.Parse(t.Ticket)
 	if err != nil {

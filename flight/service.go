@@ -12,6 +12,7 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	// CacheEntries bounds the schemas and fragments whose decoded metadata
 	// stays cached between queries (0: array.DefaultCacheEntries).
 	CacheEntries int
+	// TileCacheBytes bounds the decoded tiles kept between queries
+	// (tileio.Cache); 0: none.
+	TileCacheBytes int64
 	// Workers bounds the goroutines one query uses to fetch and unfilter
 	// tiles (0: GOMAXPROCS).
 	Workers int
@@ -71,6 +75,10 @@ type Service struct {
 	streams chan struct{}
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *array.Cache
+	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
+	sql aflight.FlightServer
+	// tiles keeps decoded tiles between queries (nil: none).
+	tiles *tileio.Cache
 }
 
 // NewService returns a Flight service over cfg.Store.
@@ -81,7 +89,8 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
-	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries)}
+	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries),
+		tiles: tileio.NewCache(cfg.TileCacheBytes)}
 }
 
 // acquireStream takes one of the concurrent stream slots, or says why not.

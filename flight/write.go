@@ -44,6 +44,19 @@ type putResult struct {
 // (a bad value in a late batch, a limit, the client hanging up) deletes them.
 func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
+	// The first message names the target; Flight SQL's commands (bulk
+	// ingest, prepared statement parameters) go to that layer.
+	first, err := stream.Recv()
+	if err != nil {
+		if ctx.Err() != nil {
+			return toStatus(fmt.Errorf("DoPut: %w", ctx.Err()))
+		}
+		return toStatus(errkind.Errorf(errkind.InvalidArgument, "DoPut: the stream must start with a flight descriptor and an Arrow schema: %v", err))
+	}
+	stream = &putStream{FlightService_DoPutServer: stream, first: first}
+	if fd := first.GetFlightDescriptor(); fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
+		return s.sql.DoPut(stream)
+	}
 	if err := requireWrite(ctx, "DoPut"); err != nil {
 		return toStatus(err)
 	}
@@ -87,6 +100,21 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	if err != nil {
 		return nil, fmt.Errorf("DoPut: %w", err)
 	}
+	return s.write(ctx, q, rdr)
+}
+
+// RecordSource is a stream of record batches to write (a Flight
+// MessageReader is one).
+type RecordSource interface {
+	Schema() *arrow.Schema
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// write writes rdr's rows into q's array as one atomic write, the rules
+// of DoPut (DESIGN §3) applying to q and to the stream.
+func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (*putResult, error) {
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
 	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 {
@@ -95,6 +123,9 @@ func (s *Service) doPut(ctx context.Context, stream aflight.FlightService_DoPutS
 	a, err := s.openArray(ctx, q.Array, nil)
 	if err != nil {
 		return nil, err
+	}
+	if a.B2ND != nil {
+		return s.doPutB2ND(ctx, q, a, rdr)
 	}
 	sch := a.Schema
 	if _, err := checkPutSchema(q.Array, sch, rdr.Schema()); err != nil {

@@ -68,13 +68,15 @@ class Daemon:
             line = line.rstrip("\n")
             self.log_lines.append(line)
             if self.url is None and ("grpc://" in line or "grpc+tls://" in line):
+                # Other records may name a grpc:// URL too (a cluster's
+                # peers); the ready record is the one with a "url" key.
                 try:
-                    rec = json.loads(line)
-                    self.url = rec.get("url")
+                    self.url = json.loads(line).get("url")
                 except ValueError:
                     i = line.index("grpc")
                     self.url = line[i:].split()[0]
-                self._ready.set()
+                if self.url is not None:
+                    self._ready.set()
         self._ready.set()
 
     def records(self):

@@ -369,7 +369,14 @@ func (d *dense) generate(emit func(*chunk) bool) {
 	all := d.slices()
 	switch d.p.Layout {
 	case query.LayoutRowMajor, query.LayoutColMajor:
-		d.generateOrdered(all, d.p.Layout == query.LayoutRowMajor, emit)
+		rowMaj := d.p.Layout == query.LayoutRowMajor
+		if d.orderIsGlobal(all, rowMaj) {
+			// Same cells in the same order: global chunks are whole
+			// tiles, which are handed to Arrow without a copy.
+			d.generateGlobal(all, emit)
+			return
+		}
+		d.generateOrdered(all, rowMaj, emit)
 	default:
 		d.generateGlobal(all, emit)
 	}
@@ -382,6 +389,43 @@ func count(ps []piece) uint64 {
 	}
 	return n
 }
+
+// orderIsGlobal reports whether the row-major (col-major) order of the
+// subarray is also its global order, so that the global path's whole-tile
+// chunks (zero-copy when a tile is covered) produce the same result: tile
+// and cell orders agree with the layout, every dimension but the slowest
+// is one range inside one space tile, the slowest dimension's ranges are
+// increasing and disjoint, and a tile's part is big enough to be a chunk.
+func (d *dense) orderIsGlobal(all [][]piece, rowMaj bool) bool {
+	g := d.g
+	if g.tileRow != rowMaj || g.cellRow != rowMaj {
+		return false
+	}
+	slow := 0
+	if !rowMaj {
+		slow = g.nd - 1
+	}
+	per := uint64(1)
+	for i, ps := range all {
+		if i == slow {
+			for k := 1; k < len(ps); k++ {
+				if ps[k].off < ps[k-1].off+ps[k-1].n {
+					return false
+				}
+			}
+			continue
+		}
+		if len(ps) != 1 || ps[0].n == 0 || ps[0].off/g.ext[i] != (ps[0].off+ps[0].n-1)/g.ext[i] {
+			return false
+		}
+		per *= ps[0].n
+	}
+	return per*g.ext[slow] >= minGlobalChunkCells
+}
+
+// minGlobalChunkCells is the smallest tile part worth a chunk of its own
+// when a row-major read takes the global path.
+const minGlobalChunkCells = 1 << 16
 
 func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bool) {
 	g := d.g

@@ -45,6 +45,9 @@ type Options struct {
 	// Cache, when set, keeps decoded schemas and fragment metadata across
 	// reads (see array.Cache); a daemon shares one between its queries.
 	Cache *array.Cache
+	// TileCache, when set, keeps decoded tiles across reads (see
+	// tileio.Cache); a daemon shares one between its queries.
+	TileCache *tileio.Cache
 }
 
 // source is a read path: dense here, sparse in reader/sparse.
@@ -91,6 +94,12 @@ func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte
 
 // OpenArrayWith is OpenArray with the key and cache of opt.
 func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*array.Array, error) {
+	if IsB2ND(q.Array) {
+		if q.Timestamp != nil {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", q.Array)
+		}
+		return OpenB2ND(ctx, st, q.Array)
+	}
 	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
 		ao.Start, ao.End, ao.EndSet = q.Timestamp.Start, q.Timestamp.End, true
@@ -126,6 +135,14 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return openAggregate(ctx, p, opt)
 	}
 	r := &Reader{plan: p}
+	if p.Array.B2ND != nil {
+		src, err := newB2NDSource(ctx, p, opt)
+		if err != nil {
+			return nil, err
+		}
+		r.schema, r.src = src.schema, src
+		return r, nil
+	}
 	for _, c := range p.Columns {
 		f, err := FieldFor(s, c)
 		if err != nil {
@@ -138,7 +155,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 		return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 	}
 	r.schema = sch
-	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey, Cache: opt.TileCache})
 	if s.IsDense() {
 		d, err := newDense(ctx, p, r.fields, sch, loader, opt)
 		if err != nil {

@@ -3,6 +3,7 @@ package writer
 import (
 	"bytes"
 	"cmp"
+	"github.com/tileflight/tileflight/internal/radix"
 	"math"
 	"math/bits"
 	"slices"
@@ -333,6 +334,7 @@ func globalOrder(s *schema.ArraySchema, cs map[string]*col, n int) (*sortedCells
 		return sc, nil
 	}
 	keys := make([]uint64, n)
+	var sorter radix.Sorter
 	for w := len(words) - 1; w >= 0; w-- {
 		src := words[w]
 		if w == len(words)-1 {
@@ -342,64 +344,10 @@ func globalOrder(s *schema.ArraySchema, cs map[string]*col, n int) (*sortedCells
 				keys[i] = src[p]
 			}
 		}
-		radixSort(keys, sc.perm, p.bits[w])
+		sorter.Sort(keys, sc.perm, p.bits[w])
 	}
 	sc.sorted0 = keys
 	return sc, nil
-}
-
-// radixSort sorts keys (using their low nbits) and carries perm along,
-// stably, 11 bits per pass; passes whose digit is the same for every key
-// are skipped.
-func radixSort(keys []uint64, perm []uint32, nbits int) {
-	const digit = 11
-	const size = 1 << digit
-	n := len(keys)
-	if n < 2 || nbits == 0 {
-		return
-	}
-	passes := (nbits + digit - 1) / digit
-	counts := make([][size]int, passes)
-	for _, k := range keys {
-		for p := 0; p < passes; p++ {
-			counts[p][(k>>(uint(p)*digit))&(size-1)]++
-		}
-	}
-	k2 := make([]uint64, n)
-	p2 := make([]uint32, n)
-	src, dst := keys, k2
-	psrc, pdst := perm, p2
-	for p := 0; p < passes; p++ {
-		c := &counts[p]
-		skip := false
-		sum := 0
-		for d := range c {
-			if c[d] == n {
-				skip = true
-				break
-			}
-			cnt := c[d]
-			c[d] = sum
-			sum += cnt
-		}
-		if skip {
-			continue
-		}
-		sh := uint(p) * digit
-		for i, k := range src {
-			d := (k >> sh) & (size - 1)
-			j := c[d]
-			c[d]++
-			dst[j] = k
-			pdst[j] = psrc[i]
-		}
-		src, dst = dst, src
-		psrc, pdst = pdst, psrc
-	}
-	if &src[0] != &keys[0] {
-		copy(keys, src)
-		copy(perm, psrc)
-	}
 }
 
 // compareSort orders cells with string dimensions: the fixed components

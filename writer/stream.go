@@ -173,6 +173,9 @@ type stream struct {
 	rows   int64
 	err    error // sticky: the first failure
 	closed bool
+	// pending delivers the outcome of the fragment being written in the
+	// background (nil when none is).
+	pending chan error
 }
 
 func newStream(ctx context.Context, st storage.Store, dir string, s *schema.ArraySchema, opt Options, dense bool) (*stream, error) {
@@ -204,8 +207,38 @@ func (w *stream) usable() error {
 	return nil
 }
 
+// addAsync writes fr in the background once the previous fragment is
+// written: the caller goes on receiving and converting the next cells
+// meanwhile, so the filtering (on every core) of one fragment overlaps
+// the network and decoding (on one) of the next. At most one fragment is
+// in flight, so memory stays about two fragments' worth.
+func (w *stream) addAsync(fr *fragment) error {
+	if err := w.wait(); err != nil {
+		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
+	ch := make(chan error, 1)
+	w.pending = ch
+	go func() {
+		_, err := w.lw.add(w.ctx, fr)
+		ch <- err
+	}()
+	return nil
+}
+
+// wait waits for the fragment being written in the background, if any,
+// and returns its failure.
+func (w *stream) wait() error {
+	if w.pending == nil {
+		return nil
+	}
+	err := <-w.pending
+	w.pending = nil
+	return err
+}
+
 // fail records err, deletes what was written and releases the buffer.
 func (w *stream) fail(err error) error {
+	w.wait() // the background write touches lw and the buffered cells
 	w.err = err
 	w.buf.release()
 	w.lw.abort(w.ctx)
@@ -215,6 +248,9 @@ func (w *stream) fail(err error) error {
 // finish commits the fragments written (or, staged, only hands their
 // names back) and closes the writer.
 func (w *stream) finish(stage bool) (*Result, error) {
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+	}
 	if stage {
 		res := w.lw.stage()
 		w.closed = true
@@ -236,6 +272,7 @@ func (w *stream) finish(stage bool) (*Result, error) {
 
 // abort is Abort for both writers.
 func (w *stream) abort() error {
+	w.wait()
 	w.buf.release()
 	if w.closed {
 		return nil
@@ -338,10 +375,7 @@ func (sw *SparseWriter) flush() error {
 		}
 	}
 	fr := sparseFragment(w.s, w.layout, w.fields, cs, sc.perm, w.opt.Concurrency)
-	if _, err := w.lw.add(w.ctx, fr); err != nil {
-		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
-	}
-	return nil
+	return w.addAsync(fr)
 }
 
 // Commit writes the remaining cells, checks that no two fragments of the
@@ -355,6 +389,9 @@ func (sw *SparseWriter) Commit() (*Result, error) {
 	}
 	if err := sw.flush(); err != nil {
 		return nil, err
+	}
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 	}
 	if !w.s.AllowsDups && len(w.lw.done) > 1 {
 		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
@@ -375,6 +412,9 @@ func (sw *SparseWriter) Stage() (*Result, error) {
 	}
 	if err := sw.flush(); err != nil {
 		return nil, err
+	}
+	if err := w.wait(); err != nil {
+		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 	}
 	if !w.s.AllowsDups && len(w.lw.done) > 1 {
 		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
@@ -510,11 +550,8 @@ func (dw *DenseWriter) flush(final bool) error {
 		return w.fail(err)
 	}
 	fr := denseFragment(w.s, w.layout, w.fields, pg, sub, dw.layout, cs)
-	if _, err := w.lw.add(w.ctx, fr); err != nil {
-		return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
-	}
 	dw.next += int64(end - start)
-	return nil
+	return w.addAsync(fr)
 }
 
 // Commit writes the remaining cells and makes the whole write visible at

@@ -371,17 +371,6 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-func TestHilbertIndexSmall(t *testing.T) {
-	// The 2-D Hilbert curve of order 1 visits (0,0) (0,1) (1,1) (1,0)
-	// with 1 bit per dimension.
-	want := map[[2]uint64]uint64{{0, 0}: 0, {0, 1}: 1, {1, 1}: 2, {1, 0}: 3}
-	for p, h := range want {
-		if got := hilbertIndex([]uint64{p[0], p[1]}, 1); got != h {
-			t.Errorf("hilbert%v = %d, want %d", p, got, h)
-		}
-	}
-}
-
 func TestStrncmp(t *testing.T) {
 	cases := []struct {
 		a, b string

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/tileflight/tileflight/b2nd"
+	"github.com/tileflight/tileflight/b2nd/chunk"
 	"math"
 
 	"github.com/rs/zerolog"
@@ -52,7 +54,10 @@ func createDemoArrays(ctx context.Context, store storage.Store, log zerolog.Logg
 	if err := createDemoPoints(ctx, store); err != nil {
 		return fmt.Errorf("demo/points: %w", err)
 	}
-	log.Info().Strs("arrays", []string{"demo/dense", "demo/points"}).Msg("-demo: demo arrays written")
+	if err := createDemoB2ND(ctx, store); err != nil {
+		return fmt.Errorf("demo/field.b2nd: %w", err)
+	}
+	log.Info().Strs("arrays", []string{"demo/dense", "demo/points", "demo/field.b2nd"}).Msg("-demo: demo arrays written")
 	return nil
 }
 
@@ -102,3 +107,31 @@ func createDemoPoints(ctx context.Context, store storage.Store) error {
 	}, writer.Options{})
 	return err
 }
+
+// createDemoB2ND writes demo/field.b2nd: the dense demo's field as a Blosc2
+// NDArray (python-blosc2's defaults: zstd clevel 5, shuffle, a contiguous
+// frame), chunks of 250x250 in blocks of 50x250.
+func createDemoB2ND(ctx context.Context, store storage.Store) error {
+	a, err := b2nd.Create(ctx, store, "demo/field.b2nd", b2nd.CreateOptions{
+		Shape: []int64{demoSide, demoSide}, Chunks: []int64{250, 250}, Blocks: []int64{50, 250},
+		Dtype: "<f8", Codec: chunk.CodecZstd, CLevel: 5, Filters: [6]uint8{5: chunk.FilterShuffle}})
+	if err != nil {
+		return err
+	}
+	data := make([]byte, 0, demoSide*demoSide*8)
+	for x := 0; x < demoSide; x++ {
+		for y := 0; y < demoSide; y++ {
+			data = binary.LittleEndian.AppendUint64(data, math.Float64bits(demoValue(x, y)))
+		}
+	}
+	if err := a.Write(ctx, b2nd.Box{Lo: []int64{0, 0}, Hi: []int64{demoSide - 1, demoSide - 1}}, data); err != nil {
+		return err
+	}
+	a, err = b2nd.Open(ctx, store, "demo/field.b2nd")
+	if err != nil {
+		return err
+	}
+	return a.SetVLMeta(ctx, map[string][]byte{"description": append([]byte{0xd9, byte(len(demoB2NDNote))}, demoB2NDNote...)})
+}
+
+const demoB2NDNote = "v = 20 + 10 sin(x/100) cos(y/100), as demo/dense"

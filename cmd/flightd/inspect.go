@@ -51,6 +51,13 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeStore()
+	if strings.HasSuffix(name, ".b2nd") {
+		if err := inspectB2ND(ctx, stdout, st, name, *asJSON); err != nil {
+			fmt.Fprintf(stderr, "flightd inspect: %s: %v\n", fs.Arg(0), err)
+			return 1
+		}
+		return 0
+	}
 	opt := array.Options{End: *ts}
 	if *key != "" {
 		opt.EncryptionKey = []byte(*key)

@@ -33,7 +33,9 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/flightsql"
 	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/reader/tileio"
 )
 
 func main() {
@@ -77,7 +79,10 @@ type serveConfig struct {
 	metricsListen   string
 	idleTimeout     time.Duration
 	// getenv is where NO_COLOR is read (tests give their own).
-	getenv func(string) string
+	getenv         func(string) string
+	pprofListen    string
+	memoryLimit    int64
+	tileCacheBytes int64
 }
 
 // errUsage marks a command-line error the flag package has already
@@ -99,14 +104,14 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	c.maxMessageBytes = 64 << 20
 	fs.Var(sizeFlag{&c.maxMessageBytes}, "max-message-bytes", "largest gRPC message accepted (a `size`: bytes, or with a unit: 64MiB)")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
-	c.memoryBudget = 512 << 20
+	c.memoryBudget = tileio.DefaultMemoryBudget
 	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
 	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
-	c.maxPutBytes, c.maxFragBytes = 1<<30, 128<<20
+	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
 	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")
-	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered; its fragments commit together (a DoPut peaks at about 7x this in memory)")
+	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
@@ -120,6 +125,10 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.BoolVar(&c.version, "version", false, "print the version and commit, then exit")
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "HOST:PORT serving Prometheus metrics on /metrics (off when empty)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 30*time.Minute, "close client connections idle (no call running) this long (0: never)")
+	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
+	c.tileCacheBytes = tileio.DefaultCacheBytes
+	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
+	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
 		fs.PrintDefaults()
@@ -248,6 +257,14 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 			return fmt.Errorf("demo arrays: %w", err)
 		}
 	}
+	applyMemoryLimit(c, log)
+	if c.pprofListen != "" {
+		stop, err := servePprof(c.pprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	tokens, err := flight.LoadTokens(c.tokensFile, c.tokens)
 	if err != nil {
 		return err
@@ -255,7 +272,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
-		Tokens: tokens, Metrics: mets,
+		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes,
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)
@@ -273,6 +290,12 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		cfg.Cluster = cl
 	}
 	svc := flight.NewService(cfg)
+	// Flight SQL on the same port (DESIGN §7).
+	sqlServer, _, err := flightsql.New(svc, log, "1")
+	if err != nil {
+		return fmt.Errorf("flight sql: %w", err)
+	}
+	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flight.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)

@@ -192,3 +192,21 @@ func keepaliveOptions(idle time.Duration) []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 }
+
+// memoryLimitFlag is a sizeFlag that also takes -1 (or "none"): no limit.
+type memoryLimitFlag struct{ p *int64 }
+
+func (f memoryLimitFlag) String() string {
+	if f.p != nil && *f.p < 0 {
+		return "-1"
+	}
+	return sizeFlag(f).String()
+}
+
+func (f memoryLimitFlag) Set(s string) error {
+	if t := strings.TrimSpace(s); t == "-1" || strings.EqualFold(t, "none") {
+		*f.p = -1
+		return nil
+	}
+	return sizeFlag(f).Set(s)
+}

@@ -127,6 +127,11 @@ func DecodeFile(b []byte) ([]Entry, error) { return DecodeFileWith(b, nil) }
 // DecodeFileWith is DecodeFile with the generic tile codec of an encrypted
 // array (nil: unencrypted).
 func DecodeFileWith(b []byte, u gentile.Unfilterer) ([]Entry, error) {
+	if len(b) == 0 {
+		// TileDB never writes an empty metadata file (and refuses to open
+		// one): it is a file truncated to nothing, not "no keys".
+		return nil, fmt.Errorf("%w: array metadata file: empty (at least one generic tile expected)", wire.ErrTruncated)
+	}
 	tiles, err := gentile.DecodeAll(b, u)
 	if err != nil {
 		return nil, fmt.Errorf("array metadata file: %w", err)

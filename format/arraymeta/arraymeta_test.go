@@ -519,3 +519,12 @@ func FuzzDecodeFile(f *testing.F) {
 		DecodeFile(b)
 	})
 }
+
+// TestEmptyFileIsTruncated: a metadata file cut to nothing is corrupt
+// (TileDB refuses to open the array), not an array without keys (found by
+// the corruption campaign, python_tests/soak/corrupt.py).
+func TestEmptyFileIsTruncated(t *testing.T) {
+	if _, err := DecodeFile(nil); !errors.Is(err, wire.ErrTruncated) {
+		t.Fatalf("empty metadata file: %v, want ErrTruncated", err)
+	}
+}

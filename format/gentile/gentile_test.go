@@ -3,6 +3,7 @@ package gentile
 import (
 	"bytes"
 	"errors"
+	"github.com/tileflight/tileflight/format/wire"
 	"os"
 	"testing"
 
@@ -124,5 +125,29 @@ func TestEncryptedGenericTile(t *testing.T) {
 	got, err := Codec{EncryptionKey: key}.UnfilterTile(&Header{Version: h.Version, TileSize: h.TileSize, Datatype: h.Datatype, CellSize: h.CellSize, EncryptionType: 1, Filters: h.Filters}, enc)
 	if err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// TestDamagedHeaderIsCorrupt: a header whose pipeline cannot be built (a
+// flipped datatype or gzip level) is corrupt, so the daemon answers
+// DataLoss rather than Internal.
+func TestDamagedHeaderIsCorrupt(t *testing.T) {
+	b, err := Encode([]byte("some payload some payload"), 22, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		off  int
+		val  byte
+	}{
+		{"datatype", 4 + 8 + 8, 86},
+		{"gzip level", BaseHeaderSize + 4 + 4 + 1 + 4 + 1, 56},
+	} {
+		d := append([]byte(nil), b...)
+		d[c.off] = c.val
+		if _, _, _, err := Decode(d, nil); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("%s flipped: %v, want ErrCorrupt", c.name, err)
+		}
 	}
 }

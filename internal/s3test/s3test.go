@@ -8,6 +8,7 @@ package s3test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/s3"
 )
 
@@ -160,4 +162,40 @@ func Open(t testing.TB, prefix string, tweak func(*s3.Options)) *s3.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// UploadDir copies the local directory tree dir into st under prefix
+// (as `aws s3 cp --recursive` would), so that arrays written by TileDB on
+// disk can be read from the bucket.
+func UploadDir(t testing.TB, st storage.Store, dir, prefix string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return st.Put(context.Background(), storage.Join(prefix, filepath.ToSlash(rel)), b)
+	})
+	if err != nil {
+		t.Fatalf("upload %s: %v", dir, err)
+	}
+}
+
+// OpenBucket returns another store on st's bucket, rooted at prefix.
+func OpenBucket(t testing.TB, st *s3.Store, prefix string) *s3.Store {
+	t.Helper()
+	opt := st.Options()
+	opt.Prefix = prefix
+	sub, err := s3.Open(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
 }

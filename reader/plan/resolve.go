@@ -132,6 +132,17 @@ func formatQueryRange(r query.Range) string {
 func NonEmptyDomain(a *array.Array) fragmeta.MBR {
 	var out fragmeta.MBR
 	dims := a.Schema.Dimensions
+	if a.B2ND != nil {
+		// Every cell of a .b2nd exists (chunks never written read as
+		// their special values).
+		for i := range dims {
+			if dims[i].Lo() == nil {
+				return nil
+			}
+			out = append(out, fragmeta.Range{Start: dims[i].Lo(), End: dims[i].Hi()})
+		}
+		return out
+	}
 	for _, f := range a.Fragments {
 		ned := f.NonEmptyDomain()
 		if len(ned) != len(dims) {

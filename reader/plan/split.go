@@ -109,6 +109,9 @@ func Split(p *Plan, n int) []*query.Query {
 	base := *p.Query
 	base.Partitions = 0
 	base.Timestamp = &query.Timestamp{Start: p.Array.Start, End: p.Array.End}
+	if p.Array.B2ND != nil {
+		base.Timestamp = nil // a .b2nd has no time travel
+	}
 	if n <= 1 || p.Limit >= 0 || p.Empty || len(p.Subarray) == 0 {
 		return []*query.Query{&base}
 	}

@@ -3,6 +3,7 @@ package sparse
 import (
 	"cmp"
 	"context"
+	"github.com/tileflight/tileflight/internal/radix"
 	"io"
 	"math/bits"
 	"runtime"
@@ -268,13 +269,19 @@ func (s *sortSource) sortRefs() {
 	})
 }
 
-// radixSort sorts refs stably by (k0, k1), a byte at a time from the
-// least significant, over only the bytes in which the keys differ from
-// their minimum (coordinates of a slab rarely span more than a few). It
-// returns the sorted slice and the other buffer, for reuse.
+// radixSort sorts refs stably by (k0, k1) with package radix: by k1,
+// then (stably) by k0, each over only the bits in which the keys differ
+// from their minimum (coordinates of a slab rarely span more than a few
+// bytes); the refs are then moved once, into scratch. It returns the
+// sorted slice and the other buffer, for reuse.
 func radixSort(refs, scratch []sref) (sorted, spare []sref) {
-	if cap(scratch) < len(refs) {
-		scratch = make([]sref, len(refs))
+	n := len(refs)
+	if cap(scratch) < n {
+		scratch = make([]sref, n)
+	}
+	scratch = scratch[:n]
+	if n == 0 {
+		return refs, scratch
 	}
 	lo0, hi0, lo1, hi1 := refs[0].k0, refs[0].k0, refs[0].k1, refs[0].k1
 	for i := range refs {
@@ -282,45 +289,22 @@ func radixSort(refs, scratch []sref) (sorted, spare []sref) {
 		lo0, hi0 = min(lo0, k0), max(hi0, k0)
 		lo1, hi1 = min(lo1, k1), max(hi1, k1)
 	}
-	src, dst := refs, scratch[:len(refs)]
-	sortBy := func(second bool, lo uint64, nbytes int) {
-		for b := 0; b < nbytes; b++ {
-			shift := uint(8 * b)
-			var count [256]int
-			if second {
-				for i := range src {
-					count[uint8((src[i].k1-lo)>>shift)]++
-				}
-			} else {
-				for i := range src {
-					count[uint8((src[i].k0-lo)>>shift)]++
-				}
-			}
-			pos := 0
-			for k := range count {
-				c := count[k]
-				count[k] = pos
-				pos += c
-			}
-			if second {
-				for i := range src {
-					k := uint8((src[i].k1 - lo) >> shift)
-					dst[count[k]] = src[i]
-					count[k]++
-				}
-			} else {
-				for i := range src {
-					k := uint8((src[i].k0 - lo) >> shift)
-					dst[count[k]] = src[i]
-					count[k]++
-				}
-			}
-			src, dst = dst, src
-		}
+	keys := make([]uint64, n)
+	perm := make([]uint32, n)
+	var sorter radix.Sorter
+	for i := range refs {
+		keys[i] = refs[i].k1 - lo1
+		perm[i] = uint32(i)
 	}
-	sortBy(true, lo1, (bits.Len64(hi1-lo1)+7)/8)
-	sortBy(false, lo0, (bits.Len64(hi0-lo0)+7)/8)
-	return src, dst
+	sorter.Sort(keys, perm, bits.Len64(hi1-lo1))
+	for i, p := range perm {
+		keys[i] = refs[p].k0 - lo0
+	}
+	sorter.Sort(keys, perm, bits.Len64(hi0-lo0))
+	for i, p := range perm {
+		scratch[i] = refs[p]
+	}
+	return scratch, refs
 }
 
 func (s *sortSource) fill(ctx context.Context, b *batcher, max int) error {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"io"
 	"math"
 	"path"
@@ -158,7 +159,7 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 	nd := len(r.dims)
 	r.hilbert = s.CellOrder == schema.Hilbert
 	if r.hilbert {
-		r.hbits = hilbertBits(nd)
+		r.hbits = hilbert.Bits(nd)
 		r.hmax = 1<<r.hbits - 1
 	}
 	for k := 0; k < nd; k++ {

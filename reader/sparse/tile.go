@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -398,7 +399,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 			for d, di := range r.dims {
 				x[d] = di.hilbertCoord(lt.coord(d, i), r.hbits, r.hmax)
 			}
-			lt.hv[i] = hilbertValue(x, r.hbits)
+			lt.hv[i] = hilbert.Value(x, r.hbits)
 		}
 	}
 	return lt, nil

@@ -90,29 +90,6 @@ func offs(v ...uint64) []byte {
 	return b
 }
 
-// TestHilbertValue checks the curve on the 2-D order-2 grid (the
-// orientation of TileDB's own drawing: (0,0)->0, (1,0)->1, (1,1)->2, (0,1)->3).
-func TestHilbertValue(t *testing.T) {
-	cases := []struct {
-		x, y uint64
-		want uint64
-	}{{0, 0, 0}, {1, 0, 1}, {1, 1, 2}, {0, 1, 3}, {2, 0, 14}, {3, 0, 15}, {0, 2, 4}, {2, 2, 8}}
-	for _, c := range cases {
-		if got := hilbertValue([]uint64{c.x, c.y}, 2); got != c.want {
-			t.Errorf("(%d,%d): %d, want %d", c.x, c.y, got, c.want)
-		}
-	}
-	seen := map[uint64]bool{}
-	for x := uint64(0); x < 8; x++ {
-		for y := uint64(0); y < 8; y++ {
-			seen[hilbertValue([]uint64{x, y}, 3)] = true
-		}
-	}
-	if len(seen) != 64 {
-		t.Errorf("order-3 curve maps 64 cells to %d values", len(seen))
-	}
-}
-
 func goldenPlan(t *testing.T, name string, layout query.Layout) *plan.Plan {
 	t.Helper()
 	a := openRange(t, filepath.Join("testdata", "golden", name), nil)

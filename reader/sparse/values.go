@@ -3,6 +3,7 @@ package sparse
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"math"
 
 	"github.com/tileflight/tileflight/format/datatype"
@@ -265,19 +266,10 @@ func floatToUint64(f float64) uint64 {
 }
 
 // hilbertCoord maps a coordinate onto [0, maxBucket] as TileDB does before
-// computing a Hilbert value: numbers by their relative position in the
-// domain (in double precision, truncated), strings by their first eight
-// bytes, each widened like a C char (bytes >= 0x80 sign-extend).
+// computing a Hilbert value (package hilbert).
 func (d *dimInfo) hilbertCoord(v []byte, bits int, maxBucket uint64) uint64 {
 	if d.kind == kindBytes {
-		var ret uint64
-		for i := 0; i < 8; i++ {
-			ret <<= 8
-			if i < len(v) {
-				ret |= uint64(int64(int8(v[i])))
-			}
-		}
-		return ret >> (64 - bits)
+		return hilbert.StringBucket(v, bits)
 	}
 	var x float64
 	switch d.kind {
@@ -288,7 +280,7 @@ func (d *dimInfo) hilbertCoord(v []byte, bits int, maxBucket uint64) uint64 {
 	default:
 		x = d.float(v)
 	}
-	return floatToUint64((x - d.hDomLo) / d.hDomRange * float64(maxBucket))
+	return hilbert.NumberBucket(x, d.hDomLo, d.hDomRange, maxBucket)
 }
 
 // rangesMeet reports whether two inclusive ranges of the dimension meet.

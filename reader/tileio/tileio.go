@@ -41,7 +41,7 @@ const (
 )
 
 // DefaultMemoryBudget bounds the decoded bytes a query holds at once.
-const DefaultMemoryBudget = 512 << 20
+const DefaultMemoryBudget = 128 << 20
 
 // minWorkingSetLimit is the smallest default working-set limit: tiny
 // budgets (tests, constrained deployments) still read arrays whose merge
@@ -98,6 +98,8 @@ type Options struct {
 	MaxWorkingSet int64
 	// EncryptionKey decodes encrypted arrays.
 	EncryptionKey []byte
+	// Cache, when set, keeps decoded tiles across loaders (queries).
+	Cache *Cache
 }
 
 // Loader loads tiles of one opened array. It is safe for concurrent use.
@@ -206,7 +208,7 @@ func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filter
 	var (
 		p   *filters.Pipeline
 		err error
-		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey, Concurrency: 1}
+		fo  = filters.Options{EncryptionKey: l.opt.EncryptionKey}
 	)
 	switch role {
 	case 0:
@@ -303,6 +305,13 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		return nil, err
 	}
 	tile := &Tile{charge: charge, loader: l}
+	var key string
+	if l.opt.Cache != nil {
+		key = cacheKey(l.arr, frag, name, t, l.opt.EncryptionKey)
+		if l.opt.Cache.get(key, tile) {
+			return tile, nil
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -364,6 +373,9 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		tile.Validity = v
 	}
 	ok = true
+	if l.opt.Cache != nil {
+		l.opt.Cache.put(key, tile)
+	}
 	return tile, nil
 }
 

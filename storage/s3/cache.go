@@ -29,13 +29,12 @@ type blockID struct {
 }
 
 type cacheEntry struct {
-	id      blockID
-	b       *block
-	at      time.Time
-	el      *list.Element
-	ready   chan struct{} // closed once b or err is set
-	err     error
-	waiters int
+	id    blockID
+	b     *block
+	at    time.Time
+	el    *list.Element
+	ready chan struct{} // closed once b or err is set
+	err   error
 }
 
 // blockCache holds recently fetched blocks (bounded in bytes, least
@@ -68,7 +67,6 @@ func (c *blockCache) get(ctx context.Context, key string, i int64, fetch func(co
 			c.mu.Unlock()
 			return e.b, nil
 		}
-		e.waiters++
 		c.mu.Unlock()
 		select {
 		case <-e.ready:

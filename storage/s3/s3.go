@@ -815,3 +815,6 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Entry, error) {
 	}
 	return storage.Entry{Name: path.Base(key), IsDir: true}, nil
 }
+
+// Options returns the options the store was opened with (defaults filled).
+func (s *Store) Options() Options { return s.opt }

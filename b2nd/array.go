@@ -1,0 +1,317 @@
+package b2nd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/tileflight/tileflight/b2nd/chunk"
+	"github.com/tileflight/tileflight/b2nd/frame"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// IndexFile is the name of a sparse frame's index file.
+const IndexFile = "chunks.b2frame"
+
+// headerProbe is how much of a cframe is read first: the header of every
+// array python-blosc2 writes fits.
+const headerProbe = 4096
+
+// Array is an opened Blosc2 NDArray.
+type Array struct {
+	Store  storage.Store
+	Name   string
+	Sparse bool
+	Header *frame.Header
+	Meta   *Meta
+	Dtype  *Dtype
+	// Offsets is the chunk index (cframe: byte offsets after the header;
+	// sframe: chunk file numbers; or special values).
+	Offsets []frame.Offset
+	// VLMeta are the variable-length metalayers, contents still chunks.
+	VLMeta []frame.Meta
+	// Size is the cframe's object size (the index file's for an sframe).
+	Size int64
+	// IndexBytes is the whole index file of an sframe.
+	Geometry
+	// chunkEnd[i] bounds the bytes of stored chunk i in a cframe.
+	chunkEnd []int64
+}
+
+// Geometry is the layout of an array's items in chunks and blocks.
+type Geometry struct {
+	Shape, ChunkShape, BlockShape []int64
+	// ChunksPer is the number of chunks along each dimension; BlocksPer
+	// the number of blocks of a chunk along each dimension (the chunk
+	// padded to a multiple of the block shape).
+	ChunksPer, BlocksPer []int64
+	ItemSize             int
+	// BlockItems and ChunkItems count the items of a block and of a
+	// padded chunk.
+	BlockItems, ChunkItems int64
+	NChunks                int64
+}
+
+// NewGeometry derives the chunk and block layout.
+func NewGeometry(shape, chunks, blocks []int64, itemsize int) (Geometry, error) {
+	g := Geometry{Shape: shape, ChunkShape: chunks, BlockShape: blocks, ItemSize: itemsize, BlockItems: 1, ChunkItems: 1, NChunks: 1}
+	for i := range shape {
+		if chunks[i] <= 0 || blocks[i] <= 0 {
+			g.ChunksPer = append(g.ChunksPer, 0)
+			g.BlocksPer = append(g.BlocksPer, 0)
+			g.NChunks = 0
+			continue
+		}
+		cp := (shape[i] + chunks[i] - 1) / chunks[i]
+		bp := (chunks[i] + blocks[i] - 1) / blocks[i]
+		g.ChunksPer = append(g.ChunksPer, cp)
+		g.BlocksPer = append(g.BlocksPer, bp)
+		g.BlockItems *= blocks[i]
+		g.ChunkItems *= bp * blocks[i]
+		g.NChunks *= cp
+		if g.ChunkItems*int64(itemsize) > chunk.MaxBlockSize*4 || g.NChunks > 1<<40 {
+			return g, errkind.Errorf(errkind.DataLoss, "b2nd: chunks of %d items or %d chunks are too many", g.ChunkItems, g.NChunks)
+		}
+	}
+	return g, nil
+}
+
+// ChunkNBytes is the decoded size of every chunk.
+func (g *Geometry) ChunkNBytes() int { return int(g.ChunkItems) * g.ItemSize }
+
+// BlockNBytes is the decoded size of a block.
+func (g *Geometry) BlockNBytes() int { return int(g.BlockItems) * g.ItemSize }
+
+// ChunkIndex is the C-order number of the chunk with coordinates cc.
+func (g *Geometry) ChunkIndex(cc []int64) int64 {
+	var n int64
+	for i, c := range cc {
+		n = n*g.ChunksPer[i] + c
+	}
+	return n
+}
+
+func dataLoss(name string, err error) error {
+	if errkind.Of(err) != nil {
+		return fmt.Errorf("array %s: %w", name, err)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errkind.Errorf(errkind.DataLoss, "array %s: truncated: %v", name, err)
+	}
+	return fmt.Errorf("array %s: %w", name, err)
+}
+
+// Open opens the .b2nd array name: a file (cframe) or a directory holding
+// chunks.b2frame (sframe).
+func Open(ctx context.Context, st storage.Store, name string) (*Array, error) {
+	e, err := st.Stat(ctx, name)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, errkind.Errorf(errkind.NotFound, "no such array %q", name)
+		}
+		return nil, err
+	}
+	a := &Array{Store: st, Name: name, Sparse: e.IsDir}
+	key := name
+	if a.Sparse {
+		key = name + "/" + IndexFile
+		ie, err := st.Stat(ctx, key)
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, errkind.Errorf(errkind.DataLoss, "array %s: the sparse frame has no %s", name, IndexFile)
+			}
+			return nil, err
+		}
+		e = ie
+	}
+	a.Size = e.Size
+	if err := a.load(ctx, key); err != nil {
+		return nil, dataLoss(name, err)
+	}
+	return a, nil
+}
+
+func (a *Array) load(ctx context.Context, key string) error {
+	if a.Size < frame.MinHeaderLen+frame.TrailerTailLen {
+		return errkind.Errorf(errkind.DataLoss, "frame of %d bytes is truncated", a.Size)
+	}
+	head, err := a.Store.GetRange(ctx, key, 0, min(a.Size, headerProbe))
+	if err != nil {
+		return err
+	}
+	hl, err := frame.PeekHeaderLen(head)
+	if err != nil {
+		return err
+	}
+	if int64(hl) > a.Size {
+		return errkind.Errorf(errkind.DataLoss, "header of %d bytes in a frame of %d", hl, a.Size)
+	}
+	if hl > len(head) {
+		if head, err = a.Store.GetRange(ctx, key, 0, int64(hl)); err != nil {
+			return err
+		}
+	}
+	h, err := frame.ParseHeader(head)
+	if err != nil {
+		return err
+	}
+	a.Header = h
+	if h.FrameLen != a.Size {
+		return errkind.Errorf(errkind.DataLoss, "frame says %d bytes, the object holds %d (truncated or extended)", h.FrameLen, a.Size)
+	}
+	if (h.Type == frame.Sparse) != a.Sparse {
+		return errkind.Errorf(errkind.DataLoss, "frame type %d does not match its storage (directory: %v)", h.Type, a.Sparse)
+	}
+	mb, ok := h.Meta("b2nd")
+	if !ok {
+		return errkind.Errorf(errkind.Unimplemented, "a Blosc2 frame without the b2nd metalayer (a plain super-chunk) is not an NDArray")
+	}
+	if a.Meta, err = ParseMeta(mb); err != nil {
+		return err
+	}
+	if a.Dtype, err = ParseDtype(a.Meta.Dtype); err != nil {
+		return err
+	}
+	if a.Dtype.ItemSize != h.Typesize && !(h.Typesize == 1 && a.Dtype.ItemSize > 255) {
+		return errkind.Errorf(errkind.DataLoss, "dtype %s has %d bytes, the frame's typesize is %d", a.Meta.Dtype, a.Dtype.ItemSize, h.Typesize)
+	}
+	if a.Geometry, err = NewGeometry(a.Meta.Shape, a.Meta.ChunkShape, a.Meta.BlockShape, a.Dtype.ItemSize); err != nil {
+		return err
+	}
+	// Trailer.
+	tail, err := a.Store.GetRange(ctx, key, a.Size-frame.TrailerTailLen, frame.TrailerTailLen)
+	if err != nil {
+		return err
+	}
+	tl, err := frame.TrailerLen(tail)
+	if err != nil {
+		return err
+	}
+	tstart := a.Size - int64(tl)
+	if tstart < int64(hl) {
+		return errkind.Errorf(errkind.DataLoss, "trailer of %d bytes overlaps the header", tl)
+	}
+	tb, err := a.Store.GetRange(ctx, key, tstart, int64(tl))
+	if err != nil {
+		return err
+	}
+	if a.VLMeta, err = frame.ParseTrailer(tb); err != nil {
+		return err
+	}
+	// Offsets index.
+	if a.NChunks == 0 || h.NBytes == 0 {
+		return nil
+	}
+	offPos := int64(hl)
+	if !a.Sparse {
+		offPos += h.CBytes
+	}
+	if offPos+chunk.ExtendedHeaderLen > tstart {
+		return errkind.Errorf(errkind.DataLoss, "the offsets index at %d is outside the frame (trailer at %d)", offPos, tstart)
+	}
+	ob, err := a.Store.GetRange(ctx, key, offPos, tstart-offPos)
+	if err != nil {
+		return err
+	}
+	offs, err := frame.ParseOffsets(ob, a.NChunks)
+	if err != nil {
+		return err
+	}
+	if int64(len(offs)) != a.NChunks {
+		return errkind.Errorf(errkind.DataLoss, "the offsets index holds %d chunks, the shape needs %d", len(offs), a.NChunks)
+	}
+	a.Offsets = offs
+	if !a.Sparse {
+		// Each stored chunk ends at the next stored chunk's start (or at
+		// the index), so one ranged read fetches it.
+		var starts []int64
+		for _, o := range offs {
+			if o.Special() == 0 {
+				if o < 0 || int64(o) >= h.CBytes {
+					return errkind.Errorf(errkind.DataLoss, "a chunk offset %d is outside the %d chunk bytes", int64(o), h.CBytes)
+				}
+				starts = append(starts, int64(o))
+			}
+		}
+		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+		a.chunkEnd = make([]int64, len(offs))
+		for i, o := range offs {
+			if o.Special() != 0 {
+				continue
+			}
+			k := sort.Search(len(starts), func(k int) bool { return starts[k] > int64(o) })
+			end := h.CBytes
+			if k < len(starts) {
+				end = starts[k]
+			}
+			a.chunkEnd[i] = end
+		}
+	}
+	return nil
+}
+
+// ChunkKey is the object holding chunk file number n of an sframe.
+func ChunkKey(name string, n int64) string { return fmt.Sprintf("%s/%08X.chunk", name, n) }
+
+// ChunkErr names chunk n in err.
+func (a *Array) ChunkErr(n int64, err error) error {
+	if errkind.Of(err) == nil && errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errkind.Errorf(errkind.DataLoss, "truncated: %v", err)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		err = errkind.Errorf(errkind.DataLoss, "missing: %v", err)
+	}
+	return fmt.Errorf("array %s: chunk %d: %w", a.Name, n, err)
+}
+
+// ReadChunk reads chunk n (C order) and parses it; special chunks of the
+// index come back as special chunks without any read.
+func (a *Array) ReadChunk(ctx context.Context, n int64) (*chunk.Chunk, error) {
+	if n < 0 || n >= int64(len(a.Offsets)) {
+		return nil, fmt.Errorf("array %s: chunk %d of %d", a.Name, n, len(a.Offsets))
+	}
+	o := a.Offsets[n]
+	p := a.Header.Params()
+	p.Typesize = min(a.ItemSize, 255)
+	if k := o.Special(); k != 0 {
+		if k != chunk.SpecialZero && k != chunk.SpecialNaN && k != chunk.SpecialUninit {
+			return nil, a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "unknown special kind %d in the index", k))
+		}
+		return chunk.Parse(chunk.Special(p, k, a.ChunkNBytes()), a.ChunkNBytes())
+	}
+	var b []byte
+	var err error
+	if a.Sparse {
+		b, err = a.Store.Get(ctx, ChunkKey(a.Name, int64(o)))
+	} else {
+		pos := int64(a.Header.HeaderLen) + int64(o)
+		b, err = a.Store.GetRange(ctx, a.Name, pos, a.chunkEnd[n]-int64(o))
+	}
+	if err != nil {
+		return nil, a.ChunkErr(n, err)
+	}
+	c, err := chunk.Parse(b, a.ChunkNBytes())
+	if err != nil {
+		return nil, a.ChunkErr(n, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, a.ChunkErr(n, err)
+	}
+	return c, nil
+}
+
+// VLMetaValues decodes every vlmetalayer to its raw (msgpack) bytes.
+func (a *Array) VLMetaValues() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, m := range a.VLMeta {
+		v, err := frame.VLMeta(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("array %s: vlmeta %q: %w", a.Name, m.Name, err)
+		}
+		out[m.Name] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,294 @@
+package chunk
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Chunk is a parsed chunk over its bytes, ready to decode block by block.
+type Chunk struct {
+	Header
+	data    []byte
+	bstarts []int32
+	dict    []byte
+	zd      *zstd.Decoder
+	// streamsEnd is where the streams section ends (cbytes).
+	streamsEnd int
+}
+
+// Parse checks b as one whole chunk (header, block starts, dictionary) and
+// returns a view that decodes its blocks. wantNBytes, when not negative,
+// is the decoded size the caller expects (the frame says it); a chunk that
+// claims another is corrupt.
+func Parse(b []byte, wantNBytes int) (*Chunk, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if wantNBytes >= 0 && h.NBytes != wantNBytes {
+		return nil, corrupt("holds %d bytes, want %d", h.NBytes, wantNBytes)
+	}
+	if h.CBytes > len(b) {
+		return nil, corrupt("truncated: cbytes %d but %d bytes present", h.CBytes, len(b))
+	}
+	c := &Chunk{Header: h, data: b[:h.CBytes], streamsEnd: h.CBytes}
+	if h.Extended && h.B2Flags&b2InstrCode != 0 {
+		return nil, corrupt("instrumented chunks hold no data")
+	}
+	if h.Extended && h.B2Flags&b2Lazy != 0 && h.Special() == SpecialNone {
+		return nil, corrupt("a lazy chunk (an in-memory c-blosc2 structure) found in storage")
+	}
+	if h.Special() != SpecialNone {
+		return c, nil
+	}
+	if h.Memcpyed() {
+		if h.CBytes != h.HeaderLen()+h.NBytes {
+			return nil, corrupt("memcpyed chunk of %d bytes holds cbytes %d", h.NBytes, h.CBytes)
+		}
+		return c, nil
+	}
+	nb := h.NBlocks()
+	hl := h.HeaderLen()
+	if nb > (len(c.data)-hl)/4 {
+		return nil, corrupt("%d blocks do not fit %d bytes", nb, len(c.data))
+	}
+	c.bstarts = make([]int32, nb)
+	for i := range c.bstarts {
+		c.bstarts[i] = int32(binary.LittleEndian.Uint32(c.data[hl+4*i:]))
+	}
+	end := hl + 4*nb
+	if h.Extended && h.B2Flags&b2UseDict != 0 {
+		if end+4 > len(c.data) {
+			return nil, corrupt("truncated dictionary size")
+		}
+		ds := int(int32(binary.LittleEndian.Uint32(c.data[end:])))
+		if ds <= 0 || ds > MaxDictSize || end+4+ds > len(c.data) {
+			return nil, corrupt("bad dictionary size %d", ds)
+		}
+		c.dict = c.data[end+4 : end+4+ds]
+		end += 4 + ds
+		if h.Format() == FormatZstd {
+			zd, err := dictZstd(c.dict)
+			if err != nil {
+				return nil, corrupt("zstd dictionary: %v", err)
+			}
+			c.zd = zd
+		}
+	}
+	for i, s := range c.bstarts {
+		if int(s) < end || int(s) >= len(c.data) {
+			return nil, corrupt("block %d starts at %d, outside [%d, %d)", i, s, end, len(c.data))
+		}
+	}
+	return c, nil
+}
+
+// Close releases the chunk's dictionary decoder.
+func (c *Chunk) Close() {
+	if c.zd != nil {
+		c.zd.Close()
+		c.zd = nil
+	}
+}
+
+// BlockLen is the decoded length of block i.
+func (c *Chunk) BlockLen(i int) int {
+	if (i+1)*c.BlockSize > c.NBytes {
+		return c.NBytes - i*c.BlockSize
+	}
+	return c.BlockSize
+}
+
+// UsesDelta tells whether decoding a block other than 0 needs block 0.
+func (c *Chunk) UsesDelta() bool {
+	if c.Special() != SpecialNone || c.Memcpyed() {
+		return false
+	}
+	for _, f := range c.Filters {
+		if f == FilterDelta {
+			return true
+		}
+	}
+	return false
+}
+
+// FillSpecial fills dst (a part of the chunk's decoded bytes starting at
+// byte offset off) for a special chunk; uninitialized chunks read as zeros.
+func (c *Chunk) FillSpecial(dst []byte, off int) {
+	switch c.Special() {
+	case SpecialZero, SpecialUninit:
+		clear(dst)
+	case SpecialNaN:
+		if c.Typesize == 4 {
+			for i := 0; i+4 <= len(dst); i += 4 {
+				binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(float32(math.NaN())))
+			}
+		} else {
+			for i := 0; i+8 <= len(dst); i += 8 {
+				binary.LittleEndian.PutUint64(dst[i:], 0x7ff8000000000000)
+			}
+		}
+	case SpecialValue:
+		v := c.data[ExtendedHeaderLen:c.CBytes]
+		ts := len(v)
+		for i := range dst {
+			dst[i] = v[(off+i)%ts]
+		}
+	}
+}
+
+// DecodeBlock decodes block i into dst (BlockLen(i) bytes). ref is the
+// decoded block 0, needed only when UsesDelta and i > 0. tmp, when long
+// enough, is scratch space (2*BlockSize bytes) to avoid allocations.
+func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
+	nb := c.NBlocks()
+	if i < 0 || i >= nb {
+		return fmt.Errorf("block %d of %d", i, nb)
+	}
+	bsize := c.BlockLen(i)
+	dst = dst[:bsize]
+	if sp := c.Special(); sp != SpecialNone {
+		c.FillSpecial(dst, i*c.BlockSize)
+		return nil
+	}
+	if c.Memcpyed() {
+		off := c.HeaderLen() + i*c.BlockSize
+		copy(dst, c.data[off:off+bsize])
+		return nil
+	}
+	leftover := bsize < c.BlockSize || c.NBytes%c.BlockSize != 0 && i == nb-1
+	// Filters run backward over a scratch buffer; decompression writes into
+	// buf, filters alternate between buf and alt, the result lands in dst.
+	if len(tmp) < 2*c.BlockSize {
+		tmp = make([]byte, 2*c.BlockSize)
+	}
+	buf, alt := tmp[:bsize], tmp[c.BlockSize:c.BlockSize+bsize]
+	nstreams := 1
+	if c.Split() && !leftover {
+		nstreams = c.Typesize
+	}
+	neblock := bsize / nstreams
+	if neblock == 0 {
+		return corrupt("block %d: %d bytes in %d streams", i, bsize, nstreams)
+	}
+	src := c.data[c.bstarts[i]:]
+	for j := 0; j < nstreams; j++ {
+		out := buf[j*neblock : (j+1)*neblock]
+		if len(src) < 4 {
+			return corrupt("block %d stream %d: truncated size", i, j)
+		}
+		cb := int(int32(binary.LittleEndian.Uint32(src)))
+		src = src[4:]
+		switch {
+		case cb == 0:
+			clear(out)
+		case cb < 0:
+			if len(src) < 1 {
+				return corrupt("block %d stream %d: truncated token", i, j)
+			}
+			tok := src[0]
+			src = src[1:]
+			if tok&1 == 0 || cb < -255 {
+				return corrupt("block %d stream %d: unsupported token %#x (size %d)", i, j, tok, cb)
+			}
+			v := byte(-cb)
+			for k := range out {
+				out[k] = v
+			}
+		default:
+			if cb > len(src) {
+				return corrupt("block %d stream %d: %d compressed bytes, %d left", i, j, cb, len(src))
+			}
+			if cb == neblock {
+				copy(out, src[:cb])
+			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd); err != nil {
+				return corrupt("block %d stream %d: %v", i, j, err)
+			}
+			src = src[cb:]
+		}
+	}
+	// Undo the filters, last first.
+	cur := buf
+	for k := 5; k >= 0; k-- {
+		f := c.Filters[k]
+		meta := c.FiltersMeta[k]
+		other := alt
+		if &cur[0] == &alt[0] {
+			other = buf
+		}
+		switch f {
+		case FilterNone, FilterTruncPrec:
+			continue
+		case FilterShuffle:
+			ts := c.Typesize
+			if meta != 0 {
+				ts = int(meta)
+			}
+			Unshuffle(ts, cur, other)
+		case FilterBitshuffle:
+			Bitunshuffle(c.Typesize, cur, other, c.Version)
+		case FilterDelta:
+			if i > 0 && len(ref) < bsize {
+				return fmt.Errorf("block %d: the delta filter needs block 0", i)
+			}
+			DeltaDecode(c.Typesize, i == 0, ref, cur)
+			continue
+		case FilterBytedelta, FilterBytedeltaBuggy:
+			ts := c.Typesize
+			if meta != 0 {
+				ts = int(meta)
+			}
+			BytedeltaDecode(ts, f == FilterBytedeltaBuggy, cur, other)
+		default:
+			return errUnsupportedFilter(f)
+		}
+		cur = other
+	}
+	copy(dst, cur)
+	return nil
+}
+
+func errUnsupportedFilter(f uint8) error {
+	return unsupportedErr(fmt.Sprintf("blosc2 chunk: filter %d is not supported (a user-defined or plugin filter)", f))
+}
+
+// Decode decodes the whole chunk into dst (NBytes bytes).
+func (c *Chunk) Decode(dst []byte) error {
+	dst = dst[:c.NBytes]
+	if c.Special() != SpecialNone {
+		c.FillSpecial(dst, 0)
+		return nil
+	}
+	tmp := make([]byte, 2*c.BlockSize)
+	for i := 0; i < c.NBlocks(); i++ {
+		off := i * c.BlockSize
+		if err := c.DecodeBlock(i, dst[off:], dst[:c.BlockLen(0)], tmp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks that the chunk's codec and filters are ones this package
+// decodes, before any block is.
+func (c *Chunk) Validate() error {
+	if c.Special() != SpecialNone || c.Memcpyed() {
+		return nil
+	}
+	switch c.Format() {
+	case FormatBloscLZ, FormatLZ4, FormatZlib, FormatZstd:
+	default:
+		return unsupportedErr(fmt.Sprintf("blosc2 chunk: codec format %d (a user-defined codec %d) is not supported", c.Format(), c.UDCodec))
+	}
+	for _, f := range c.Filters {
+		switch f {
+		case FilterNone, FilterShuffle, FilterBitshuffle, FilterDelta, FilterTruncPrec, FilterBytedelta, FilterBytedeltaBuggy:
+		default:
+			return errUnsupportedFilter(f)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package chunk
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// This file holds the filters of c-blosc2, forward (encode) and backward
+// (decode). Each works on one block; leftover bytes that do not make a
+// whole element (or, for bitshuffle, a whole group of eight elements) are
+// copied through, as c-blosc2 does.
+
+// Shuffle groups byte j of every element together: dst[j*n+i] = src[i*ts+j].
+func Shuffle(ts int, src, dst []byte) {
+	n := len(src) / ts
+	if ts <= 1 || n == 0 {
+		copy(dst, src)
+		return
+	}
+	for j := 0; j < ts; j++ {
+		out := dst[j*n : (j+1)*n]
+		for i := range out {
+			out[i] = src[i*ts+j]
+		}
+	}
+	copy(dst[n*ts:], src[n*ts:len(src)])
+}
+
+// Unshuffle undoes Shuffle.
+func Unshuffle(ts int, src, dst []byte) {
+	n := len(src) / ts
+	if ts <= 1 || n == 0 {
+		copy(dst, src)
+		return
+	}
+	switch ts {
+	case 8:
+		s0, s1, s2, s3 := src[0:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
+		s4, s5, s6, s7 := src[4*n:5*n], src[5*n:6*n], src[6*n:7*n], src[7*n:8*n]
+		d := dst[:8*n]
+		for i := 0; i < n; i++ {
+			v := uint64(s0[i]) | uint64(s1[i])<<8 | uint64(s2[i])<<16 | uint64(s3[i])<<24 |
+				uint64(s4[i])<<32 | uint64(s5[i])<<40 | uint64(s6[i])<<48 | uint64(s7[i])<<56
+			binary.LittleEndian.PutUint64(d[8*i:], v)
+		}
+	case 4:
+		s0, s1, s2, s3 := src[0:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
+		d := dst[:4*n]
+		for i := 0; i < n; i++ {
+			v := uint32(s0[i]) | uint32(s1[i])<<8 | uint32(s2[i])<<16 | uint32(s3[i])<<24
+			binary.LittleEndian.PutUint32(d[4*i:], v)
+		}
+	case 2:
+		s0, s1 := src[0:n], src[n:2*n]
+		d := dst[:2*n]
+		for i := 0; i < n; i++ {
+			d[2*i] = s0[i]
+			d[2*i+1] = s1[i]
+		}
+	default:
+		for j := 0; j < ts; j++ {
+			in := src[j*n : (j+1)*n]
+			for i, v := range in {
+				dst[i*ts+j] = v
+			}
+		}
+	}
+	copy(dst[n*ts:], src[n*ts:len(src)])
+}
+
+// Bitshuffle transposes the bits of groups of eight elements: bit b of
+// byte j of element i goes to bit i%8 of byte (j*8+b)*(n/8)+i/8, for the
+// n elements rounded down to a multiple of eight; the rest is copied.
+func Bitshuffle(ts int, src, dst []byte) {
+	n := len(src) / ts
+	n -= n % 8
+	rowBytes := n / 8
+	for i := range dst[:n*ts] {
+		dst[i] = 0
+	}
+	for i := 0; i < n; i++ {
+		e := src[i*ts : (i+1)*ts]
+		bit := byte(1) << (i % 8)
+		col := i / 8
+		for j, v := range e {
+			if v == 0 {
+				continue
+			}
+			base := j * 8
+			for b := 0; b < 8; b++ {
+				if v&(1<<b) != 0 {
+					dst[(base+b)*rowBytes+col] |= bit
+				}
+			}
+		}
+	}
+	copy(dst[n*ts:len(src)], src[n*ts:])
+}
+
+// Bitunshuffle undoes Bitshuffle. format is the chunk's format version:
+// version 2 (Blosc1) chunks bit-shuffled only blocks whose element count
+// was a multiple of eight.
+func Bitunshuffle(ts int, src, dst []byte, format uint8) {
+	n := len(src) / ts
+	if format == 2 && n%8 != 0 {
+		copy(dst, src)
+		return
+	}
+	n -= n % 8
+	rowBytes := n / 8
+	for i := range dst[:n*ts] {
+		dst[i] = 0
+	}
+	for j := 0; j < ts; j++ {
+		for b := 0; b < 8; b++ {
+			row := src[(j*8+b)*rowBytes : (j*8+b+1)*rowBytes]
+			mask := byte(1) << b
+			for col, v := range row {
+				if v == 0 {
+					continue
+				}
+				for k := 0; k < 8; k++ {
+					if v&(1<<k) != 0 {
+						dst[(col*8+k)*ts+j] |= mask
+					}
+				}
+			}
+		}
+	}
+	copy(dst[n*ts:len(src)], src[n*ts:])
+}
+
+// deltaWord is the word size c-blosc2's delta works with for typesize ts.
+func deltaWord(ts int) int {
+	switch ts {
+	case 1, 2, 4, 8:
+		return ts
+	}
+	if ts%8 == 0 {
+		return 8
+	}
+	return 1
+}
+
+func word(b []byte, i, w int) uint64 {
+	switch w {
+	case 1:
+		return uint64(b[i])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b[i*2:]))
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(b[i*4:]))
+	}
+	return binary.LittleEndian.Uint64(b[i*8:])
+}
+
+func putWord(b []byte, i, w int, v uint64) {
+	switch w {
+	case 1:
+		b[i] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(b[i*2:], uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b[i*4:], uint32(v))
+	default:
+		binary.LittleEndian.PutUint64(b[i*8:], v)
+	}
+}
+
+// DeltaEncode applies c-blosc2's delta: block 0 (first) XORs each word with
+// the previous one; the other blocks XOR with the chunk's block 0 (ref,
+// its unfiltered bytes).
+func DeltaEncode(ts int, first bool, ref, src, dst []byte) {
+	w := deltaWord(ts)
+	n := len(src) / w
+	copy(dst, src)
+	if first {
+		for i := n - 1; i >= 1; i-- {
+			putWord(dst, i, w, word(src, i, w)^word(src, i-1, w))
+		}
+		return
+	}
+	for i := 0; i < n; i++ {
+		putWord(dst, i, w, word(src, i, w)^word(ref, i, w))
+	}
+}
+
+// DeltaDecode undoes DeltaEncode in place; ref is the decoded block 0.
+func DeltaDecode(ts int, first bool, ref, buf []byte) {
+	w := deltaWord(ts)
+	n := len(buf) / w
+	if first {
+		for i := 1; i < n; i++ {
+			putWord(buf, i, w, word(buf, i, w)^word(buf, i-1, w))
+		}
+		return
+	}
+	for i := 0; i < n; i++ {
+		putWord(buf, i, w, word(buf, i, w)^word(ref, i, w))
+	}
+}
+
+// TruncPrec zeroes low mantissa bits of float32/float64 values (prec > 0:
+// keep prec bits; prec < 0: zero -prec bits). It cannot be undone.
+func TruncPrec(prec int8, ts int, src, dst []byte) error {
+	copy(dst, src)
+	mant := 0
+	switch ts {
+	case 4:
+		mant = 23
+	case 8:
+		mant = 52
+	default:
+		return fmt.Errorf("trunc_prec: typesize %d is not 4 or 8", ts)
+	}
+	p := int(prec)
+	if p > mant || -p > mant {
+		return fmt.Errorf("trunc_prec: precision %d is out of range for typesize %d", p, ts)
+	}
+	zeroed := mant - p
+	if p < 0 {
+		zeroed = -p
+	}
+	if zeroed >= mant {
+		return fmt.Errorf("trunc_prec: cannot zero %d bits of a %d-bit mantissa", zeroed, mant)
+	}
+	n := len(src) / ts
+	if ts == 4 {
+		mask := ^uint32(1<<zeroed - 1)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(dst[4*i:], binary.LittleEndian.Uint32(src[4*i:])&mask)
+		}
+		return nil
+	}
+	mask := ^uint64(1<<zeroed - 1)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(dst[8*i:], binary.LittleEndian.Uint64(src[8*i:])&mask)
+	}
+	return nil
+}
+
+// BytedeltaEncode stores, for each of the ts byte streams of n bytes (as
+// shuffle lays them out), each byte minus the previous one. buggy selects
+// c-blosc2's original filter (ID 34), which restarted the running value for
+// the bytes after the last whole 16-byte group.
+func BytedeltaEncode(ts int, buggy bool, src, dst []byte) {
+	n := len(src) / ts
+	for ch := 0; ch < ts; ch++ {
+		in, out := src[ch*n:(ch+1)*n], dst[ch*n:(ch+1)*n]
+		var prev byte
+		for i, v := range in {
+			if buggy && i == n-n%16 && n > 15 {
+				prev = 0
+			}
+			out[i] = v - prev
+			prev = v
+		}
+	}
+	if !buggy {
+		copy(dst[n*ts:len(src)], src[n*ts:])
+	}
+}
+
+// BytedeltaDecode undoes BytedeltaEncode.
+func BytedeltaDecode(ts int, buggy bool, src, dst []byte) {
+	n := len(src) / ts
+	for ch := 0; ch < ts; ch++ {
+		in, out := src[ch*n:(ch+1)*n], dst[ch*n:(ch+1)*n]
+		var prev byte
+		for i, v := range in {
+			if buggy && i == n-n%16 && n > 15 {
+				prev = 0
+			}
+			prev += v
+			out[i] = prev
+		}
+	}
+	if !buggy {
+		copy(dst[n*ts:len(src)], src[n*ts:])
+	}
+}

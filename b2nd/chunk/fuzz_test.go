@@ -1,0 +1,125 @@
+package chunk
+
+import (
+	"bytes"
+	"testing"
+)
+
+func seedChunks(f *testing.F) {
+	data := make([]byte, 512)
+	for i := range data {
+		data[i] = byte(i * i / 7)
+	}
+	for _, codec := range []int{CodecBloscLZ, CodecLZ4, CodecLZ4HC, CodecZlib, CodecZstd} {
+		for _, fl := range [][6]uint8{{}, {5: FilterShuffle}, {5: FilterBitshuffle}, {4: FilterDelta, 5: FilterShuffle}, {4: FilterShuffle, 5: FilterBytedelta}} {
+			c, err := Encode(Params{Typesize: 4, BlockSize: 128, Codec: codec, CLevel: 5, Filters: fl, SplitMode: AutoSplit}, data)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(c)
+		}
+	}
+	f.Add(Special(Params{Typesize: 8, BlockSize: 64}, SpecialNaN, 256))
+	f.Add(Repeat(Params{Typesize: 2, BlockSize: 64}, []byte{1, 2}, 256))
+}
+
+// FuzzChunk decodes arbitrary chunks: never a panic, never more memory
+// than the header's nbytes (bounded below) and the block scratch.
+func FuzzChunk(f *testing.F) {
+	seedChunks(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b, -1)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if c.NBytes > 1<<20 || c.BlockSize > 1<<20 || c.Validate() != nil {
+			return
+		}
+		out := make([]byte, c.NBytes)
+		_ = c.Decode(out)
+	})
+}
+
+// FuzzBloscLZ decodes arbitrary streams and round-trips the input.
+func FuzzBloscLZ(f *testing.F) {
+	f.Add([]byte("hello hello hello hello hello hello"))
+	f.Add(bytes.Repeat([]byte{7}, 300))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dst := make([]byte, 4*len(b)+64)
+		_, _ = BloscLZDecompress(b, dst)
+		enc := make([]byte, len(b)+64)
+		n := BloscLZCompress(b, enc)
+		if n == 0 {
+			return
+		}
+		back := make([]byte, len(b))
+		m, err := BloscLZDecompress(enc[:n], back)
+		if err != nil || m != len(b) || !bytes.Equal(back, b) {
+			t.Fatalf("round trip of %d bytes: %d, %v", len(b), m, err)
+		}
+	})
+}
+
+// FuzzFilters round-trips every filter on arbitrary blocks.
+func FuzzFilters(f *testing.F) {
+	f.Add([]byte("0123456789abcdefghijklmnopqrstuvwxyz"), uint8(4))
+	f.Fuzz(func(t *testing.T, b []byte, ts uint8) {
+		if ts == 0 || len(b) == 0 {
+			return
+		}
+		t1, t2 := make([]byte, len(b)), make([]byte, len(b))
+		Shuffle(int(ts), b, t1)
+		Unshuffle(int(ts), t1, t2)
+		if !bytes.Equal(t2, b) {
+			t.Fatal("shuffle")
+		}
+		Bitshuffle(int(ts), b, t1)
+		Bitunshuffle(int(ts), t1, t2, 5)
+		if !bytes.Equal(t2, b) {
+			t.Fatal("bitshuffle")
+		}
+		BytedeltaEncode(int(ts), false, b, t1)
+		BytedeltaDecode(int(ts), false, t1, t2)
+		if !bytes.Equal(t2, b) {
+			t.Fatal("bytedelta")
+		}
+		DeltaEncode(int(ts), true, b, b, t1)
+		DeltaDecode(int(ts), true, nil, t1)
+		if !bytes.Equal(t1, b) {
+			t.Fatal("delta")
+		}
+	})
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	data := make([]byte, 10000)
+	for i := range data {
+		data[i] = byte(i / 3)
+	}
+	for _, codec := range []int{CodecBloscLZ, CodecLZ4, CodecLZ4HC, CodecZlib, CodecZstd} {
+		for _, ts := range []int{1, 2, 4, 8, 16, 3} {
+			for _, fl := range [][6]uint8{{}, {5: FilterShuffle}, {5: FilterBitshuffle}, {4: FilterDelta}, {3: FilterDelta, 5: FilterBitshuffle}, {4: FilterShuffle, 5: FilterBytedelta}} {
+				for _, sm := range []int{AlwaysSplit, NeverSplit, AutoSplit} {
+					p := Params{Typesize: ts, BlockSize: 96 * ts, Codec: codec, CLevel: 5, Filters: fl, SplitMode: sm}
+					n := len(data) / ts * ts
+					c, err := Encode(p, data[:n])
+					if err != nil {
+						t.Fatal(err)
+					}
+					ch, err := Parse(c, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := make([]byte, n)
+					if err := ch.Decode(out); err != nil {
+						t.Fatalf("codec %d ts %d filters %v: %v", codec, ts, fl, err)
+					}
+					if !bytes.Equal(out, data[:n]) {
+						t.Fatalf("codec %d ts %d filters %v split %d: round trip differs", codec, ts, fl, sm)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package flight
+
+// This file is what the Flight SQL layer (package flightsql) uses of the
+// service: the same limits, auth checks, error mapping, query engine and
+// writer as the JSON protocol, so that a statement and a ticket behave
+// alike. The service also routes Flight SQL's protobuf descriptors,
+// tickets and actions to that layer (see SetSQL): the two protocols share
+// one port.
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/query"
+)
+
+// SetSQL installs the Flight SQL server that descriptors, tickets and
+// actions which are not the JSON protocol's are routed to. Without one
+// they are refused as before.
+func (s *Service) SetSQL(h aflight.FlightServer) { s.sql = h }
+
+// isJSON tells the JSON protocol's descriptors and tickets (a JSON object)
+// from Flight SQL's (a serialized protobuf Any, whose first byte is the
+// tag of its type_url field, 0x0a).
+func isJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// routeSQL says whether a CMD descriptor or ticket body goes to the Flight
+// SQL server.
+func (s *Service) routeSQL(b []byte) bool {
+	return s.sql != nil && len(b) > 0 && !isJSON(b)
+}
+
+// Status maps an error of any layer to the gRPC status a client sees.
+func Status(err error) error { return toStatus(err) }
+
+// AcquireStream takes one of the -max-concurrent-streams slots.
+func (s *Service) AcquireStream() (release func(), err error) { return s.acquireStream() }
+
+// RequireWrite refuses a mutation to a caller with a read-only token.
+func RequireWrite(ctx context.Context, what string) error { return requireWrite(ctx, what) }
+
+// NoteCall records, for the access log, the array a call is about and the
+// rows and bytes it moved.
+func NoteCall(ctx context.Context, arrayName string, rows, bytes int64) {
+	ci := callInfo(ctx)
+	if arrayName != "" {
+		ci.SetArray(arrayName)
+	}
+	ci.AddRows(rows)
+	ci.AddBytes(bytes)
+}
+
+// RecordBytes is the size of a record's buffers.
+func RecordBytes(rec arrow.RecordBatch) int64 { return recordBytes(rec) }
+
+// BatchStream is one query's result as the reader produces it.
+type BatchStream interface {
+	Schema() *arrow.Schema
+	// Next returns the next batch (the caller releases it), io.EOF at the end.
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	Close() error
+}
+
+// OpenQuery starts reading q, as DoGet of q's ticket would.
+func (s *Service) OpenQuery(ctx context.Context, q *query.Query) (BatchStream, error) {
+	return s.openStream(ctx, q)
+}
+
+// QuerySchema is the Arrow schema DoGet would stream for q.
+func (s *Service) QuerySchema(ctx context.Context, q *query.Query) (*arrow.Schema, error) {
+	return s.resultSchema(ctx, q)
+}
+
+// ArrayEntry is an array under the data directory.
+type ArrayEntry struct {
+	Name string
+	// B2ND is a Blosc2 NDArray file.
+	B2ND bool
+}
+
+// ListArrays lists the arrays whose name starts with prefix, by name.
+func (s *Service) ListArrays(ctx context.Context, prefix string) ([]ArrayEntry, error) {
+	es, err := s.listArrays(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ArrayEntry, len(es))
+	for i, e := range es {
+		out[i] = ArrayEntry{Name: e.Name, B2ND: e.B2ND}
+	}
+	return out, nil
+}
+
+// OpenArray opens an array now and returns it with the Arrow schema of
+// all its columns (dimensions, then attributes).
+func (s *Service) OpenArray(ctx context.Context, name string) (*array.Array, *arrow.Schema, error) {
+	return s.querySchema(ctx, &query.Query{Array: name, Limit: -1})
+}
+
+// WriteResult is what a write made.
+type WriteResult struct {
+	Fragments []string
+	Rows      int64
+}
+
+// Write writes rdr's rows into q's array as one atomic write, as DoPut of
+// a descriptor holding q would (q: array, subarray, timestamp, layout).
+// The caller holds a stream slot and has checked write access.
+func (s *Service) Write(ctx context.Context, q *query.Query, rdr RecordSource) (*WriteResult, error) {
+	if q == nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "write: no target array")
+	}
+	res, err := s.write(ctx, q, rdr)
+	if err != nil {
+		return nil, err
+	}
+	return &WriteResult{Fragments: res.Fragments, Rows: res.Rows}, nil
+}
+
+// putStream replays the first message of a DoPut stream, which the
+// service reads to route the call.
+type putStream struct {
+	aflight.FlightService_DoPutServer
+	first *aflight.FlightData
+}
+
+func (p *putStream) Recv() (*aflight.FlightData, error) {
+	if f := p.first; f != nil {
+		p.first = nil
+		return f, nil
+	}
+	return p.FlightService_DoPutServer.Recv()
+}

@@ -1,0 +1,766 @@
+package flightsql
+
+// Statements: parse (syntax errors say where), refuse what is not a
+// query, bind parameters, plan with go-mysql-server, then either stream
+// a pure scan straight from the reader (the whole statement pushed down)
+// or run the engine's plan over the pushed-down scans.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arr "github.com/apache/arrow-go/v18/arrow/array"
+	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	sqle "github.com/dolthub/go-mysql-server"
+	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+	"github.com/sirupsen/logrus"
+
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/query"
+)
+
+// sqlMode: double quotes quote identifiers, as in standard SQL (and as
+// ADBC, JDBC tools and DuckDB users write them); strings take single
+// quotes.
+const sqlMode = "ANSI_QUOTES,ONLY_FULL_GROUP_BY,NO_ENGINE_SUBSTITUTION"
+
+// Supported is what the errors of statements outside it say.
+const Supported = "supported: one SELECT per statement (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, DISTINCT, joins, subqueries, UNION), EXPLAIN SELECT ...; writes go through bulk ingest (ADBC adbc_ingest) or DoPut"
+
+// maxBatchRows bounds the rows of one record batch of an engine result.
+const maxBatchRows = 65536
+
+func newEngine(s *Server) *sqle.Engine {
+	// The engine logs every query at info level through logrus; the
+	// daemon's access log already has them.
+	logrus.SetLevel(logrus.WarnLevel)
+	e := sqle.NewDefault(&provider{srv: s})
+	e.ReadOnly.Store(true)
+	return e
+}
+
+// newContext is an engine context for one call.
+func (s *Server) newContext(ctx context.Context) (*gms.Context, error) {
+	sess := gms.NewBaseSession()
+	sctx := gms.NewContext(ctx, gms.WithSession(sess))
+	sctx.SetCurrentDatabase(mainSchema)
+	if err := sess.SetSessionVariable(sctx, "sql_mode", sqlMode); err != nil {
+		return nil, err
+	}
+	return sctx, nil
+}
+
+// handle is what statement handles and tickets carry: the statement
+// itself, so that any daemon can run it.
+type handle struct {
+	SQL string `json:"sql"`
+	// Params are rows of bound parameters (prepared statements); the
+	// statement runs once per row, results concatenated.
+	Params [][]param `json:"params,omitempty"`
+}
+
+// param is one bound value as an SQL literal: kind int, uint, float,
+// decimal, str, bytes (hex), bool, null.
+type param struct {
+	Kind string `json:"k"`
+	Val  string `json:"v,omitempty"`
+}
+
+func (p param) expr() sqlparser.Expr {
+	switch p.Kind {
+	case "int", "uint":
+		return sqlparser.NewIntVal([]byte(p.Val))
+	case "float", "decimal":
+		return sqlparser.NewFloatVal([]byte(p.Val))
+	case "str":
+		return sqlparser.NewStrVal([]byte(p.Val))
+	case "bytes":
+		return sqlparser.NewHexVal([]byte(p.Val))
+	case "bool":
+		return sqlparser.BoolVal(p.Val == "true")
+	}
+	return &sqlparser.NullVal{}
+}
+
+func decodeHandle(b []byte) (*handle, error) {
+	var h handle
+	if err := json.Unmarshal(b, &h); err != nil || h.SQL == "" {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "statement handle is not one this server made (%d bytes)", len(b))
+	}
+	return &h, nil
+}
+
+func (h *handle) encode() []byte {
+	b, _ := json.Marshal(h)
+	return b
+}
+
+// compiled is a statement ready to run.
+type compiled struct {
+	sctx   *gms.Context
+	schema *arrow.Schema
+	// scan, when not nil, is the whole statement as a native query: its
+	// batches are the result (fields renamed to names).
+	scan  *query.Query
+	names []string
+	node  gms.Node
+	// explain is the result of an EXPLAIN.
+	explain []string
+}
+
+// compile parses, binds and plans a statement with one row of
+// parameters (nil: none).
+func (s *Server) compile(ctx context.Context, text string, params []param) (*compiled, error) {
+	sctx, err := s.newContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := parse(sctx, s.engine, text)
+	if err != nil {
+		return nil, err
+	}
+	explain := false
+	if ex, ok := stmt.(*sqlparser.Explain); ok {
+		explain = true
+		stmt = ex.Statement
+		text = strings.TrimSpace(text)
+		if i := indexFold(text, "explain"); i == 0 {
+			text = strings.TrimSpace(text[len("explain"):])
+		}
+	}
+	switch stmt.(type) {
+	case *sqlparser.Select, *sqlparser.SetOp, *sqlparser.ParenSelect:
+	case *sqlparser.Insert:
+		return nil, errkind.Errorf(errkind.Unimplemented, "INSERT is not supported as a statement: write rows with bulk ingest (ADBC cursor.adbc_ingest(table, data, mode=\"append\"), Flight SQL CommandStatementIngest) or DoPut; %s", Supported)
+	default:
+		return nil, errkind.Errorf(errkind.Unimplemented, "statement %s is not supported (tileflight serves arrays read-only through SQL); %s", stmtKind(stmt), Supported)
+	}
+	var bindings map[string]sqlparser.Expr
+	if len(params) > 0 {
+		bindings = make(map[string]sqlparser.Expr, len(params))
+		for i, p := range params {
+			bindings["v"+strconv.Itoa(i+1)] = p.expr()
+		}
+	}
+	node, err := s.engine.BoundQueryPlan(sctx, text, stmt, bindings)
+	if err != nil {
+		return nil, engineErr(err)
+	}
+	c := &compiled{sctx: sctx, node: node}
+	if q, names, ok := scanOnly(sctx, node); ok {
+		sc, err := s.svc.QuerySchema(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		c.scan, c.names, c.schema = q, names, renamed(sc, names)
+	} else {
+		c.schema = resultSchema(node.Schema())
+	}
+	if explain {
+		c.explain = explainLines(c)
+		c.schema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.LargeString}}, nil)
+	}
+	return c, nil
+}
+
+func indexFold(s, sub string) int { return strings.Index(strings.ToLower(s), sub) }
+
+func stmtKind(st sqlparser.Statement) string {
+	t := fmt.Sprintf("%T", st)
+	return strings.ToUpper(strings.TrimPrefix(t, "*sqlparser."))
+}
+
+// parse parses one statement; a syntax error is InvalidArgument and says
+// at which position it failed.
+func parse(sctx *gms.Context, e *sqle.Engine, text string) (sqlparser.Statement, error) {
+	text = gms.RemoveSpaceAndDelimiter(text, ';')
+	if text == "" {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "empty SQL statement; %s", Supported)
+	}
+	stmt, rest, err := e.Parser.ParseOneWithOptions(sctx, text, gms.LoadSqlMode(sctx).ParserOptions())
+	if err != nil {
+		if gms.ErrSyntaxError.Is(err) || strings.Contains(err.Error(), "syntax error") {
+			return nil, errkind.Errorf(errkind.InvalidArgument, "SQL %s (statement: %q)", err.Error(), truncate(text))
+		}
+		return nil, engineErr(err)
+	}
+	if rest > 0 && rest < len(text) && strings.TrimSpace(strings.Trim(text[rest:], ";")) != "" {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "SQL: one statement per call; more text at position %d: %q", rest, truncate(text[rest:]))
+	}
+	return stmt, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// engineErr classifies the engine's errors: a table, schema or column
+// that is not there is NotFound or InvalidArgument, a feature it lacks
+// Unimplemented, anything else about the statement InvalidArgument.
+// Errors of our own layers keep their kind.
+func engineErr(err error) error {
+	if err == nil || errkind.Of(err) != nil {
+		return err
+	}
+	var se interface{ GRPCStatus() any }
+	if errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case gms.ErrTableNotFound.Is(err), gms.ErrDatabaseNotFound.Is(err):
+		return errkind.Errorf(errkind.NotFound, "SQL: %v (tables are written schema.table, e.g. main.dense, or as a quoted array path such as \"climate/temp\"; GetTables lists them)", err)
+	case gms.ErrUnsupportedFeature.Is(err), gms.ErrUnsupportedSyntax.Is(err):
+		return errkind.Errorf(errkind.Unimplemented, "SQL: %v; %s", err, Supported)
+	}
+	return errkind.Errorf(errkind.InvalidArgument, "SQL: %v", err)
+}
+
+// scanOnly recognizes a plan that is nothing but a scan: plain columns
+// of one table (renamed or not), WHERE terms all taken by the scan, and
+// an optional LIMIT. Such a statement is the native query itself.
+func scanOnly(sctx *gms.Context, n gms.Node) (*query.Query, []string, bool) {
+	limit := int64(-1)
+	if l, ok := n.(*plan.Limit); ok {
+		if l.CalcFoundRows {
+			return nil, nil, false
+		}
+		v, err := l.Limit.Eval(sctx, nil)
+		if err != nil {
+			return nil, nil, false
+		}
+		switch x := v.(type) {
+		case int8:
+			limit = int64(x)
+		case int16:
+			limit = int64(x)
+		case int32:
+			limit = int64(x)
+		case int64:
+			limit = x
+		case uint64:
+			limit = int64(x)
+		default:
+			return nil, nil, false
+		}
+		if limit < 0 {
+			return nil, nil, false
+		}
+		n = l.Child
+	}
+	var projections []gms.Expression
+	if p, ok := n.(*plan.Project); ok {
+		projections = p.Projections
+		n = p.Child
+	}
+	if ta, ok := n.(*plan.TableAlias); ok {
+		n = ta.Child
+	}
+	t, ranges, ok := scanOf(sctx, n)
+	if !ok {
+		return nil, nil, false
+	}
+	sch := t.Schema()
+	if rt, ok := n.(*plan.ResolvedTable); ok {
+		sch = rt.Schema()
+	}
+	var cols, names []string
+	if projections == nil {
+		for _, c := range sch {
+			cols = append(cols, c.Name)
+			names = append(names, c.Name)
+		}
+	} else {
+		for _, e := range projections {
+			name := ""
+			if a, ok := e.(*expression.Alias); ok {
+				name = a.Name()
+				e = a.Child
+			}
+			gf, ok := e.(*expression.GetField)
+			if !ok {
+				return nil, nil, false
+			}
+			if name == "" {
+				name = gf.Name()
+			}
+			col := ""
+			for _, c := range t.full {
+				if strings.EqualFold(c.Name, gf.Name()) {
+					col = c.Name
+				}
+			}
+			if col == "" {
+				return nil, nil, false
+			}
+			cols = append(cols, col)
+			names = append(names, name)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, nil, false
+	}
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if seen[c] {
+			return nil, nil, false // the native query names a column once
+		}
+		seen[c] = true
+	}
+	q, empty := t.nativeQuery(ranges, limit)
+	if empty {
+		return nil, nil, false // the engine answers "no rows" itself
+	}
+	q.Columns = cols
+	return q, names, true
+}
+
+// scanOf recognizes a node that is one scan of one of our tables: a
+// whole table, or a static index lookup whose boxes make one subarray.
+func scanOf(sctx *gms.Context, n gms.Node) (*table, dimRanges, bool) {
+	switch x := n.(type) {
+	case *plan.ResolvedTable:
+		t, ok := gms.GetUnderlyingTable(x.Table).(*table)
+		return t, nil, ok
+	case *plan.IndexedTableAccess:
+		t, ok := gms.GetUnderlyingTable(x.UnderlyingTable()).(*table)
+		if !ok || !x.IsStatic() {
+			return nil, nil, false
+		}
+		lookup, err := x.GetLookup(sctx, nil)
+		if err != nil {
+			return nil, nil, false
+		}
+		parts, err := t.lookupPartitions(lookup)
+		if err != nil || len(parts) != 1 || parts[0].(partition).none {
+			return nil, nil, false
+		}
+		if pt, ok := gms.GetUnderlyingTable(x.Table).(*table); ok {
+			t = pt // projected
+		}
+		return t, parts[0].(partition).ranges, true
+	}
+	return nil, nil, false
+}
+
+func renamed(sc *arrow.Schema, names []string) *arrow.Schema {
+	fs := make([]arrow.Field, sc.NumFields())
+	for i, f := range sc.Fields() {
+		if i < len(names) {
+			f.Name = names[i]
+		}
+		fs[i] = f
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// resultSchema is the Arrow schema of an engine result.
+func resultSchema(sc gms.Schema) *arrow.Schema {
+	fs := make([]arrow.Field, len(sc))
+	for i, c := range sc {
+		fs[i] = arrow.Field{Name: c.Name, Type: arrowType(c.Type), Nullable: true}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// explainLines says what runs where: the native queries that the scans
+// run (pushed down) and the engine's plan above them.
+func explainLines(c *compiled) []string {
+	if c.scan != nil {
+		b, _ := c.scan.MarshalJSON()
+		return []string{"pushed down: the whole statement is one native scan", "scan " + string(b)}
+	}
+	var out []string
+	var walk func(n gms.Node)
+	walk = func(n gms.Node) {
+		if t, ranges, ok := scanOf(c.sctx, n); ok {
+			out = append(out, "pushed down: "+t.describe(ranges))
+		} else if ita, ok := n.(*plan.IndexedTableAccess); ok {
+			if t, ok := gms.GetUnderlyingTable(ita.UnderlyingTable()).(*table); ok {
+				if lookup, err := ita.GetLookup(c.sctx, nil); err == nil && ita.IsStatic() {
+					parts, _ := t.lookupPartitions(lookup)
+					for _, p := range parts {
+						if p.(partition).none {
+							out = append(out, "pushed down: no cell of "+strconv.Quote(t.path)+" can match")
+							continue
+						}
+						out = append(out, "pushed down: "+t.describe(p.(partition).ranges))
+					}
+				} else {
+					out = append(out, "pushed down: "+t.describe(nil)+", looked up per row of the join by dimension ranges")
+				}
+			}
+		}
+		for _, ch := range n.Children() {
+			walk(ch)
+		}
+	}
+	walk(c.node)
+	out = append(out, "in the SQL engine:")
+	for _, l := range strings.Split(strings.TrimRight(gms.DebugString(c.node), "\n"), "\n") {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// run streams a compiled statement's result to ch; it closes nothing.
+func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamChunk) error {
+	send := func(rec arrow.RecordBatch) error {
+		flight.NoteCall(ctx, "", rec.NumRows(), 0)
+		select {
+		case ch <- aflight.StreamChunk{Data: rec}:
+			return nil
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
+		}
+	}
+	switch {
+	case c.explain != nil:
+		b := arr.NewRecordBuilder(s.mem, c.schema)
+		defer b.Release()
+		for _, l := range c.explain {
+			b.Field(0).(*arr.LargeStringBuilder).Append(l)
+		}
+		return send(b.NewRecordBatch())
+	case c.scan != nil:
+		bs, err := s.svc.OpenQuery(ctx, c.scan)
+		if err != nil {
+			return err
+		}
+		defer bs.Close()
+		for {
+			rec, err := bs.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			out := arr.NewRecordBatch(c.schema, rec.Columns(), rec.NumRows())
+			rec.Release()
+			if err := send(out); err != nil {
+				return err
+			}
+		}
+	}
+	_, iter, _, err := s.engine.PrepQueryPlanForExecution(c.sctx, "", c.node, nil)
+	if err != nil {
+		return engineErr(err)
+	}
+	defer iter.Close(c.sctx)
+	b := arr.NewRecordBuilder(s.mem, c.schema)
+	defer b.Release()
+	apps := make([]func(any) error, len(c.schema.Fields()))
+	gsch := c.node.Schema()
+	for i := range apps {
+		apps[i] = appender(b.Field(i), gsch[i].Type)
+	}
+	n := 0
+	for {
+		row, err := iter.Next(c.sctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return engineErr(err)
+		}
+		for i, a := range apps {
+			if i >= len(row) {
+				b.Field(i).AppendNull()
+				continue
+			}
+			if err := a(row[i]); err != nil {
+				return fmt.Errorf("SQL: column %q: %v", c.schema.Field(i).Name, err)
+			}
+		}
+		n++
+		if n == maxBatchRows {
+			if err := send(b.NewRecordBatch()); err != nil {
+				return err
+			}
+			n = 0
+		}
+	}
+	if n > 0 || true {
+		return send(b.NewRecordBatch())
+	}
+	return nil
+}
+
+// stream runs the statement of h (once per parameter row) in the
+// background and returns its schema and batches.
+func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
+	rows := h.Params
+	if len(rows) == 0 {
+		rows = [][]param{nil}
+	}
+	first, err := s.compile(ctx, h.SQL, rows[0])
+	if err != nil {
+		return nil, nil, flight.Status(err)
+	}
+	release, err := s.svc.AcquireStream()
+	if err != nil {
+		return nil, nil, flight.Status(err)
+	}
+	ch := make(chan aflight.StreamChunk, 2)
+	go func() {
+		defer close(ch)
+		defer release()
+		for i, ps := range rows {
+			c := first
+			if i > 0 {
+				if c, err = s.compile(ctx, h.SQL, ps); err != nil {
+					ch <- aflight.StreamChunk{Err: flight.Status(err)}
+					return
+				}
+				if !arrow.TypeEqual(arrow.StructOf(c.schema.Fields()...), arrow.StructOf(first.schema.Fields()...)) {
+					ch <- aflight.StreamChunk{Err: flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL: parameter row %d gives a result of another schema than row 0", i))}
+					return
+				}
+				c.schema = first.schema
+			}
+			if err := s.run(ctx, c, ch); err != nil {
+				select {
+				case ch <- aflight.StreamChunk{Err: flight.Status(err)}:
+				case <-ctx.Done():
+				}
+				return
+			}
+		}
+	}()
+	return first.schema, ch, nil
+}
+
+// statementInfo is the FlightInfo of a statement: its schema and one
+// endpoint whose ticket carries the statement.
+func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	var ps []param
+	if len(h.Params) > 0 {
+		ps = h.Params[0]
+	}
+	c, err := s.compile(ctx, h.SQL, ps)
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	t, err := flightsql.CreateStatementQueryTicket(h.encode())
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	return &aflight.FlightInfo{
+		Endpoint:         []*aflight.FlightEndpoint{{Ticket: &aflight.Ticket{Ticket: t}}},
+		FlightDescriptor: desc,
+		Schema:           aflight.SerializeSchema(c.schema, s.mem),
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	return s.statementInfo(ctx, &handle{SQL: cmd.GetQuery()}, desc)
+}
+
+func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
+	c, err := s.compile(ctx, cmd.GetQuery(), nil)
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(c.schema, s.mem)}, nil
+}
+
+func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQueryTicket) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
+	h, err := decodeHandle(cmd.GetStatementHandle())
+	if err != nil {
+		return nil, nil, flight.Status(err)
+	}
+	return s.stream(ctx, h)
+}
+
+func (s *Server) DoPutCommandStatementUpdate(context.Context, flightsql.StatementUpdate) (int64, error) {
+	return 0, flight.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates are not supported (arrays are written by bulk ingest or DoPut); %s", Supported))
+}
+
+func (s *Server) DoPutPreparedStatementUpdate(context.Context, flightsql.PreparedStatementUpdate, aflight.MessageReader) (int64, error) {
+	return 0, flight.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates are not supported (arrays are written by bulk ingest or DoPut); %s", Supported))
+}
+
+// CreatePreparedStatement plans the statement once to check it and to
+// report its schema; the handle is the statement itself.
+func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	h := &handle{SQL: req.GetQuery()}
+	n := countParams(h.SQL)
+	res.Handle = h.encode()
+	if n == 0 {
+		c, err := s.compile(ctx, h.SQL, nil)
+		if err != nil {
+			return res, flight.Status(err)
+		}
+		res.DatasetSchema = c.schema
+	} else {
+		// Check the syntax now; the result schema may depend on the
+		// parameters' types, so it is given once they are bound.
+		sctx, err := s.newContext(ctx)
+		if err != nil {
+			return res, flight.Status(err)
+		}
+		if _, err := parse(sctx, s.engine, h.SQL); err != nil {
+			return res, flight.Status(err)
+		}
+	}
+	fields := make([]arrow.Field, n)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: "parameter_" + strconv.Itoa(i+1), Type: arrow.Null, Nullable: true}
+	}
+	res.ParameterSchema = arrow.NewSchema(fields, nil)
+	f := false
+	res.IsUpdate = &f
+	return res, nil
+}
+
+// countParams counts the ? placeholders outside quotes.
+func countParams(text string) int {
+	n := 0
+	var quote rune
+	for _, r := range text {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"' || r == '`':
+			quote = r
+		case r == '?':
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) ClosePreparedStatement(context.Context, flightsql.ActionClosePreparedStatementRequest) error {
+	return nil // nothing is kept
+}
+
+// DoPutPreparedStatementQuery binds parameters: the new handle holds
+// them.
+func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr aflight.MessageReader, _ aflight.MetadataWriter) ([]byte, error) {
+	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	h.Params = nil
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		for r := 0; r < int(rec.NumRows()); r++ {
+			row := make([]param, rec.NumCols())
+			for c := 0; c < int(rec.NumCols()); c++ {
+				p, err := paramOf(rec.Column(c), r)
+				if err != nil {
+					return nil, flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL parameter %d: %v", c+1, err))
+				}
+				row[c] = p
+			}
+			h.Params = append(h.Params, row)
+			if len(h.Params) > 10000 {
+				return nil, flight.Status(errkind.Errorf(errkind.ResourceExhausted, "SQL: more than 10000 parameter rows bound to one statement"))
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL parameters: %v", err))
+	}
+	return h.encode(), nil
+}
+
+// paramOf renders one bound value as a literal.
+func paramOf(a arrow.Array, i int) (param, error) {
+	if a.IsNull(i) {
+		return param{Kind: "null"}, nil
+	}
+	switch c := a.(type) {
+	case *arr.Int8, *arr.Int16, *arr.Int32, *arr.Int64:
+		return param{Kind: "int", Val: c.ValueStr(i)}, nil
+	case *arr.Uint8, *arr.Uint16, *arr.Uint32, *arr.Uint64:
+		return param{Kind: "uint", Val: c.ValueStr(i)}, nil
+	case *arr.Float32:
+		return param{Kind: "float", Val: floatLit(float64(c.Value(i)), 32)}, nil
+	case *arr.Float64:
+		return param{Kind: "float", Val: floatLit(c.Value(i), 64)}, nil
+	case *arr.Boolean:
+		return param{Kind: "bool", Val: strconv.FormatBool(c.Value(i))}, nil
+	case *arr.String:
+		return param{Kind: "str", Val: c.Value(i)}, nil
+	case *arr.LargeString:
+		return param{Kind: "str", Val: c.Value(i)}, nil
+	case *arr.StringView:
+		return param{Kind: "str", Val: c.Value(i)}, nil
+	case *arr.Binary:
+		return param{Kind: "bytes", Val: fmt.Sprintf("%x", c.Value(i))}, nil
+	case *arr.LargeBinary:
+		return param{Kind: "bytes", Val: fmt.Sprintf("%x", c.Value(i))}, nil
+	case *arr.Decimal128:
+		return param{Kind: "decimal", Val: c.ValueStr(i)}, nil
+	case *arr.Timestamp:
+		unit := c.DataType().(*arrow.TimestampType).Unit
+		return param{Kind: "str", Val: c.Value(i).ToTime(unit).UTC().Format("2006-01-02 15:04:05.999999")}, nil
+	case *arr.Date32:
+		return param{Kind: "str", Val: c.Value(i).ToTime().Format("2006-01-02")}, nil
+	case *arr.DenseUnion:
+		return paramOf(c.Field(c.ChildID(i)), int(c.ValueOffset(i)))
+	case *arr.SparseUnion:
+		return paramOf(c.Field(c.ChildID(i)), i)
+	}
+	return param{}, fmt.Errorf("values of type %s cannot be bound", a.DataType())
+}
+
+func floatLit(f float64, bits int) string {
+	s := strconv.FormatFloat(f, 'e', -1, bits)
+	return s
+}
+
+func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	return s.statementInfo(ctx, h, desc)
+}
+
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
+	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	var ps []param
+	if len(h.Params) > 0 {
+		ps = h.Params[0]
+	}
+	c, err := s.compile(ctx, h.SQL, ps)
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(c.schema, s.mem)}, nil
+}
+
+func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
+	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, nil, flight.Status(err)
+	}
+	return s.stream(ctx, h)
+}

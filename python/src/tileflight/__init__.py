@@ -1,0 +1,25 @@
+"""tileflight: TileDB arrays over Arrow Flight, for pyarrow, pandas, Spark and Dask.
+
+>>> import tileflight
+>>> client = tileflight.connect("grpc://127.0.0.1:8815")
+>>> client.arrays()
+['demo/dense', 'demo/points']
+>>> table = client.read("demo/dense", columns=["v"], subarray={"x": (0, 9)})
+
+Submodules: :mod:`tileflight.spark` (a Spark 4 data source) and
+:mod:`tileflight.dask` (dask DataFrames, one partition per endpoint); they
+import pyspark and dask only when used.
+"""
+
+from .client import Client, WriteResult, connect
+from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
+                     Internal, InvalidArgument, NotFound, PermissionDenied, ResourceExhausted,
+                     TileflightError, Unauthenticated, Unavailable, Unimplemented)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect", "Client", "WriteResult", "TileflightError", "InvalidArgument", "NotFound",
+    "AlreadyExists", "Unauthenticated", "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted", "DataLoss", "Unimplemented", "Internal", "Unavailable", "Cancelled", "DeadlineExceeded",
+]

@@ -1,0 +1,346 @@
+"""Blosc2 NDArray (.b2nd) arrays through the real daemon, python-blosc2 as
+the oracle both ways: every array of gen_b2nd.py's matrix read whole and by
+random multi-range subarrays (vs numpy slicing of what blosc2 decodes), the
+query keys, partitions, arrays created and written through Flight read back
+by blosc2, arrays blosc2 made written by us, vlmeta both ways, and corrupt
+or truncated frames reported as DATA_LOSS naming the chunk."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import blosc2
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+from flightd_fixture import (action, cmd, expect_code, flightd, flightd_bin, put, read,  # noqa: F401
+                             ticket)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    env = os.environ.get("TILEFLIGHT_FIXTURES")
+    if env:
+        d = os.path.join(env, "b2nd")
+        if not os.path.isfile(os.path.join(d, "index.json")):
+            pytest.fail(f"TILEFLIGHT_FIXTURES={env} but {d}/index.json is missing (run `make fixtures`)")
+    else:
+        d = str(tmp_path_factory.mktemp("b2nd"))
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_b2nd.py"), d], check=True)
+    with open(os.path.join(d, "index.json")) as f:
+        return d, json.load(f)["cases"]
+
+
+@pytest.fixture(scope="module")
+def served(matrix, flightd):
+    """The matrix copied under <data>/b2m/."""
+    d, cases = matrix
+    dst = os.path.join(flightd.data, "b2m")
+    if not os.path.exists(dst):
+        shutil.copytree(os.path.join(d, "arrays"), dst, symlinks=False)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def client(flightd):
+    c = flightd.client()
+    yield c
+    c.close()
+
+
+def expected(matrix, case):
+    d, _ = matrix
+    dt = np.dtype(eval(case["dtype"]) if case["dtype"].startswith("[") else case["dtype"])
+    raw = open(os.path.join(d, "expect", case["case"] + ".raw"), "rb").read()
+    return np.frombuffer(raw, dtype=dt).reshape(case["shape"])
+
+
+def as_numpy(col, dt):
+    """The Arrow column back as numpy values of dtype dt (native order)."""
+    k = dt.kind
+    if k == "c":
+        flat = col.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return flat.astype(dt.newbyteorder("=")).view(("f" + str(dt.itemsize // 2))).view(dt.newbyteorder("=")) \
+            if False else flat.reshape(-1, 2)[:, 0] + 1j * flat.reshape(-1, 2)[:, 1]
+    if k in "SV":
+        return [bytes(x) for x in col.to_pylist()]
+    if k == "U":
+        return col.to_pylist()
+    if k in "Mm" and pa.types.is_int64(col.type):
+        return col.to_numpy()
+    return col.to_numpy(zero_copy_only=False)
+
+
+def check_column(col, want):
+    """want: a numpy array of one plain dtype (any byte order)."""
+    dt = want.dtype
+    if pa.types.is_date32(col.type):
+        c = col.combine_chunks()
+        valid = c.is_valid().to_numpy(zero_copy_only=False)
+        vals = c.cast(pa.int32()).fill_null(0).to_numpy()
+        wi = want.astype(dt.newbyteorder("=")).view("i8")
+        nat = wi == np.iinfo("i8").min
+        assert np.array_equal(valid, ~nat) and np.array_equal(vals[~nat], wi[~nat])
+        return
+    got = as_numpy(col, dt)
+    if dt.kind in "SV":
+        w = [want[i:i + 1].tobytes() for i in range(len(want))]
+        assert got == w
+    elif dt.kind == "U":
+        assert got == want.tolist()
+    elif dt.kind in "Mm" and pa.types.is_int64(col.type):
+        assert np.array_equal(got, want.astype(dt.newbyteorder("=")).view("i8"))
+    elif dt.kind == "c":
+        assert np.array_equal(got, want.astype(dt.newbyteorder("=")), equal_nan=True)
+    elif dt.kind in "fMm":
+        assert np.array_equal(np.asarray(got).astype(dt.newbyteorder("=")), want.astype(dt.newbyteorder("=")), equal_nan=True)
+    else:
+        assert np.array_equal(np.asarray(got), want.astype(dt.newbyteorder("=")))
+
+
+def check_table(t, sub):
+    """t holds dims + fields in row-major order for the cells of sub."""
+    fields = sub.dtype.names or ("value",)
+    flat = sub.reshape(-1)
+    for name in fields:
+        want = flat[name] if sub.dtype.names else flat
+        check_column(t.column(name), np.ascontiguousarray(want))
+
+
+def test_matrix_whole_arrays(client, served, matrix):
+    for case in served:
+        if case.get("skip_unwritten"):
+            continue
+        want = expected(matrix, case)
+        t = read(client, array="b2m/" + case["case"] + ".b2nd")
+        assert t.num_rows == want.size, case["case"]
+        idx = np.indices(want.shape).reshape(len(want.shape), -1)
+        for d in range(len(want.shape)):
+            assert t.column(f"dim{d}").to_numpy().tolist() == idx[d].tolist()
+        check_table(t, want)
+        # The arrow field carries the NumPy dtype.
+        for f in t.schema:
+            if not f.name.startswith("dim"):
+                assert f.metadata[b"b2nd.dtype"]
+
+
+def test_matrix_random_subarrays(client, served, matrix):
+    rng = np.random.default_rng(7)
+    for case in served:
+        if case.get("skip_unwritten"):
+            continue
+        want = expected(matrix, case)
+        for _ in range(2):
+            sub = {}
+            idxs = []
+            for d, n in enumerate(want.shape):
+                rs = []
+                for _ in range(rng.integers(1, 3)):
+                    lo = int(rng.integers(0, n))
+                    hi = int(rng.integers(lo, n))
+                    rs.append([lo, hi])
+                sub[f"dim{d}"] = rs
+                idxs.append(np.concatenate([np.arange(lo, hi + 1) for lo, hi in rs]))
+            t = read(client, array="b2m/" + case["case"] + ".b2nd", subarray=sub, batch_rows=17)
+            check_table(t, want[np.ix_(*idxs)])
+
+
+def test_columns_layouts_limit_and_batches(client, served, matrix):
+    case = next(c for c in served if c["case"] == "dt_structabc")
+    want = expected(matrix, case)
+    name = "b2m/dt_structabc.b2nd"
+    t = read(client, array=name, columns=["b", "dim1"], layout="col-major", batch_rows=5)
+    assert t.column_names == ["b", "dim1"]
+    wt = np.transpose(want)
+    check_column(t.column("b"), np.ascontiguousarray(wt["b"]).reshape(-1))
+    t = read(client, array=name, columns=["a"], limit=7)
+    assert t.column("a").to_pylist() == want["a"].reshape(-1)[:7].tolist()
+    # global: chunk by chunk, block by block; same cells.
+    t = read(client, array=name, layout="global")
+    assert sorted(t.column("a").to_pylist()) == sorted(want["a"].reshape(-1).tolist())
+    r = client.do_get(ticket(array=name, batch_rows=4))
+    assert all(b.data.num_rows <= 4 for b in r)
+
+
+def test_partitions_split_along_chunks(client, served, matrix):
+    case = next(c for c in served if c["case"] == "big_1d")
+    want = expected(matrix, case)
+    info = client.get_flight_info(cmd(array="b2m/big_1d.b2nd", partitions=4))
+    assert info.total_records == want.size
+    assert len(info.endpoints) > 1
+    parts = []
+    for ep in info.endpoints:
+        q = json.loads(ep.ticket.ticket)
+        assert "timestamp" not in q
+        lo, hi = q["subarray"]["dim0"][0]
+        assert lo % case["chunks"][0] == 0  # cut at chunk boundaries
+        parts.append(client.do_get(ep.ticket).read_all())
+    t = pa.concat_tables(parts).sort_by("dim0")
+    assert np.array_equal(t.column("value").to_numpy(), want, equal_nan=True)
+
+
+def test_refusals(client, served):
+    name = "b2m/dt_lef8.b2nd"
+    expect_code("INVALID_ARGUMENT", read, client, array=name, timestamp=5)
+    expect_code("INVALID_ARGUMENT", read, client, array=name, columns=["nope"])
+    expect_code("INVALID_ARGUMENT", read, client, array=name, subarray={"dim0": [[0, 10 ** 6]]})
+    expect_code("NOT_FOUND", read, client, array="b2m/none.b2nd")
+
+
+def flight_put(client, name, table, subarray=None, layout=None):
+    q = {"array": name}
+    if subarray:
+        q["subarray"] = subarray
+    if layout:
+        q["layout"] = layout
+    return put(client, cmd(**q), table)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_create_put_read_back_by_blosc2(client, flightd, contiguous):
+    name = f"w/made_{int(contiguous)}.b2nd"
+    d = action(client, "create_array", {"array": name, "type": "b2nd", "shape": [30, 20], "chunks": [8, 16],
+                                        "blocks": [4, 8], "dtype": "<f8", "contiguous": contiguous})
+    assert d["type"] == "b2nd" and d["codec"] == "zstd" and d["filters"] == ["shuffle"] and d["contiguous"] == contiguous
+    assert d["chunk_kinds"] == {"zeros": 8}
+    exp = np.zeros((30, 20))
+    vals = np.arange(10 * 7, dtype="f8").reshape(10, 7) / 3
+    r = flight_put(client, name, pa.table({"value": vals.reshape(-1)}), {"dim0": [[5, 14]], "dim1": [[10, 16]]})
+    assert r["rows"] == 70
+    exp[5:15, 10:17] = vals
+    vals2 = np.arange(30 * 3, dtype="f8").reshape(30, 3)
+    # col-major rows
+    flight_put(client, name, pa.table({"value": vals2.T.reshape(-1)}), {"dim1": [[0, 2]]}, layout="col-major")
+    exp[:, 0:3] = vals2
+    a = blosc2.open(os.path.join(flightd.data, name))
+    assert np.array_equal(a[...], exp)
+    assert a.chunks == (8, 16) and a.blocks == (4, 8) and a.dtype == np.dtype("<f8")
+    t = read(client, array=name)
+    assert np.array_equal(t.column("value").to_numpy(), exp.reshape(-1))
+    # vlmeta both ways
+    action(client, "put_metadata", {"array": name, "metadata": {"unit": "K", "n": 3, "xs": [1.5, 2]}})
+    a = blosc2.open(os.path.join(flightd.data, name))
+    assert a.schunk.vlmeta["unit"] == "K" and a.schunk.vlmeta["n"] == 3 and a.schunk.vlmeta["xs"] == [1.5, 2]
+    a = blosc2.open(os.path.join(flightd.data, name), mode="a")
+    a.schunk.vlmeta["from_blosc2"] = {"k": [1, 2]}
+    del a
+    assert action(client, "get_metadata", {"array": name}) == {"unit": "K", "n": 3, "xs": [1.5, 2], "from_blosc2": {"k": [1, 2]}}
+    assert action(client, "drop_array", {"array": name}) == {"dropped": name}
+    assert not os.path.exists(os.path.join(flightd.data, name))
+
+
+@pytest.mark.parametrize("dtype,codec,filters", [
+    ("<i4", "lz4", ["bitshuffle"]), (">i2", "blosclz", ["delta", "shuffle"]), ("<U3", "zlib", ["shuffle"]),
+    ("<M8[ms]", "lz4hc", []), ("S4", "zstd", ["shuffle", "bytedelta"]), ("<f4", "zstd", ["trunc_prec", "shuffle"]),
+    ("<c16", "zstd", ["shuffle"]), ("?", "lz4", ["shuffle"]), ("<f2", "blosclz", ["shuffle"]),
+])
+def test_write_types_read_back_by_blosc2(client, flightd, dtype, codec, filters):
+    name = "w/t_" + "".join(ch for ch in dtype if ch.isalnum()) + ".b2nd"
+    body = {"array": name, "type": "b2nd", "shape": [9, 11], "chunks": [4, 5], "blocks": [2, 3], "dtype": dtype,
+            "codec": codec, "filters": filters, "contiguous": len(filters) % 2 == 0}
+    if "trunc_prec" in filters:
+        body["filters_meta"] = [20, 0]
+    action(client, "create_array", body)
+    dt = np.dtype(dtype)
+    n = 9 * 11
+    if dt.kind == "U":
+        vals = np.array([["", "a", "日本", "xyz"][i % 4] for i in range(n)], dtype=dt)
+        col = pa.array(vals.tolist())
+    elif dt.kind == "S":
+        vals = np.array([[b"", b"ab", b"abcd"][i % 3] for i in range(n)], dtype=dt)
+        col = pa.array([bytes(v) for v in vals], pa.binary())  # shorter values are NUL-padded
+    elif dt.kind == "M":
+        vals = (np.arange(n) * 1000 + 1_700_000_000_000).astype(dt)
+        col = pa.array(vals)
+    elif dt.kind == "c":
+        vals = (np.arange(n) + 1j * np.arange(n)).astype(dt)
+        col = pa.FixedSizeListArray.from_arrays(pa.array(np.stack([vals.real, vals.imag], 1).reshape(-1)), 2)
+    elif dt.kind == "b":
+        vals = (np.arange(n) % 3 == 0)
+        col = pa.array(vals)
+    else:
+        vals = (np.arange(n) - 40).astype(dt)
+        col = pa.array(vals.astype(dt.newbyteorder("=")))
+    flight_put(client, name, pa.table({"value": col}))
+    a = blosc2.open(os.path.join(flightd.data, name))
+    got = a.schunk.decompress_chunk(0)  # noqa: F841 (decodes with blosc2)
+    full = a[...]
+    want = vals.reshape(9, 11)
+    if "trunc_prec" in filters:
+        assert np.allclose(full, want, rtol=1e-5)
+    else:
+        assert full.tobytes() == want.tobytes()
+    t = read(client, array=name)
+    check_table(t, full)
+
+
+def test_put_into_blosc2_made_array(client, flightd, tmp_path):
+    for contiguous in (True, False):
+        name = f"w/py_{int(contiguous)}.b2nd"
+        p = os.path.join(flightd.data, name)
+        base = np.arange(17 * 13, dtype="<i8").reshape(17, 13)
+        blosc2.asarray(base, urlpath=p, mode="w", chunks=(5, 6), blocks=(2, 3), contiguous=contiguous,
+                       cparams={"codec": blosc2.Codec.LZ4, "filters": [blosc2.Filter.SHUFFLE]})
+        made = blosc2.open(p, mode="a")
+        made.schunk.vlmeta["keep"] = "me"
+        del made
+        new = -np.arange(4 * 9, dtype="<i8").reshape(4, 9)
+        flight_put(client, name, pa.table({"value": new.reshape(-1)}), {"dim0": [[12, 15]], "dim1": [[2, 10]]})
+        base[12:16, 2:11] = new
+        a = blosc2.open(p)
+        assert np.array_equal(a[...], base)
+        assert a.schunk.vlmeta["keep"] == "me"
+        assert a.schunk.cparams.codec == blosc2.Codec.LZ4
+
+
+def test_put_refusals_leave_array_unchanged(client, flightd):
+    name = "w/refuse.b2nd"
+    action(client, "create_array", {"array": name, "type": "b2nd", "shape": [10], "chunks": [4], "blocks": [2], "dtype": "<i4"})
+    before = open(os.path.join(flightd.data, name), "rb").read()
+    expect_code("INVALID_ARGUMENT", flight_put, client, name, pa.table({"value": pa.array([1, 2], pa.int32())}))
+    expect_code("INVALID_ARGUMENT", flight_put, client, name, pa.table({"v": pa.array(range(10), pa.int32())}))
+    expect_code("INVALID_ARGUMENT", flight_put, client, name, pa.table({"value": pa.array([2 ** 40] * 10)}))
+    expect_code("INVALID_ARGUMENT", flight_put, client, name, pa.table({"value": pa.array(["x"] * 10)}))
+    expect_code("ALREADY_EXISTS", action, client, "create_array", {"array": name, "type": "b2nd", "shape": [3]})
+    expect_code("INVALID_ARGUMENT", action, client, "create_array", {"array": "w/x.b2nd", "type": "b2nd", "shape": [3], "codec": "snappy"})
+    assert open(os.path.join(flightd.data, name), "rb").read() == before
+
+
+def test_corrupt_and_truncated_frames_are_data_loss(client, flightd):
+    base = np.arange(40 * 30, dtype="<f8").reshape(40, 30)
+    p = os.path.join(flightd.data, "bad", "trunc.b2nd")
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    blosc2.asarray(base, urlpath=p, mode="w", chunks=(10, 30), blocks=(5, 15))
+    raw = open(p, "rb").read()
+    with open(p, "wb") as f:
+        f.write(raw[: len(raw) // 2])
+    expect_code("DATA_LOSS", read, client, array="bad/trunc.b2nd")
+    # A damaged chunk: the frame opens, reading that chunk fails naming it.
+    p2 = os.path.join(flightd.data, "bad", "chunk.b2nd")
+    blosc2.asarray(base + np.sin(base), urlpath=p2, mode="w", chunks=(10, 30), blocks=(5, 15))
+    a = blosc2.open(p2)
+    off = a.schunk.get_chunk(0)  # noqa: F841
+    raw = bytearray(open(p2, "rb").read())
+    hl = int.from_bytes(raw[11:15], "big")
+    # chunk 0 is first after the header; smash its streams, keep its header
+    for i in range(hl + 32 + 40, hl + 32 + 200):
+        raw[i] ^= 0x5A
+    open(p2, "wb").write(bytes(raw))
+    msg = expect_code("DATA_LOSS", read, client, array="bad/chunk.b2nd")
+    assert "chunk 0" in msg, msg
+    # Chunks the query does not touch are not read: the rest still reads.
+    t = read(client, array="bad/chunk.b2nd", subarray={"dim0": [[10, 39]]})
+    assert np.array_equal(t.column("value").to_numpy(), (base + np.sin(base))[10:].reshape(-1))
+    # An sframe missing a chunk object.
+    p3 = os.path.join(flightd.data, "bad", "sparse.b2nd")
+    blosc2.asarray(base, urlpath=p3, mode="w", chunks=(10, 30), blocks=(5, 15), contiguous=False)
+    os.unlink(os.path.join(p3, "00000002.chunk"))
+    msg = expect_code("DATA_LOSS", read, client, array="bad/sparse.b2nd")
+    assert "chunk 2" in msg, msg
+    assert flightd.alive()

@@ -1,0 +1,454 @@
+"""Flight SQL through ADBC (adbc-driver-flightsql), checked against DuckDB.
+
+Arrays are written by the tiledb package into the daemon's data directory;
+the same arrays, read by tiledb, are loaded into DuckDB under the same
+schema.table names, and every statement runs on both: flightd's answer
+must equal DuckDB's. Bulk ingest through adbc_ingest is read back by
+tiledb.
+"""
+
+import decimal
+import math
+import os
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+import tiledb
+
+adbc_flightsql = pytest.importorskip("adbc_driver_flightsql.dbapi")
+import adbc_driver_manager  # noqa: E402
+
+from flightd_fixture import flightd, flightd_bin  # noqa: F401
+
+SCHEMA = "sqlt"
+
+
+def _dense2d(uri):
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 39), tile=10, dtype=np.int32),
+                        tiledb.Dim("y", domain=(0, 29), tile=10, dtype=np.int32))
+    sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
+        tiledb.Attr("a", dtype=np.float64), tiledb.Attr("b", dtype=np.int32), tiledb.Attr("c", dtype=np.float32)])
+    tiledb.Array.create(uri, sch)
+    rng = np.random.default_rng(11)
+    with tiledb.open(uri, "w") as A:
+        A[:, :] = {"a": rng.normal(10, 5, (40, 30)), "b": rng.integers(-50, 50, (40, 30)).astype(np.int32),
+                   "c": rng.random((40, 30)).astype(np.float32)}
+
+
+def _pts(uri):
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 1000), tile=100, dtype=np.int64),
+                        tiledb.Dim("t", domain=(0.0, 100.0), tile=10.0, dtype=np.float64))
+    sch = tiledb.ArraySchema(domain=dom, sparse=True, allows_duplicates=False, attrs=[
+        tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("n", dtype=np.int32, nullable=True),
+        tiledb.Attr("val", dtype=np.float64)])
+    tiledb.Array.create(uri, sch)
+    rng = np.random.default_rng(5)
+    k = np.arange(0, 600, 3, dtype=np.int64)
+    t = np.round(rng.random(len(k)) * 100, 3)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    s = np.array([words[i % 5] + str(i % 7) for i in range(len(k))], dtype=object)
+    n = rng.integers(0, 20, len(k)).astype(np.int32)
+    nmask = (np.arange(len(k)) % 4) != 0  # every 4th null
+    from tiledb.sparse_array import _setitem_impl_sparse  # explicit validity maps
+    with tiledb.open(uri, "w") as A:
+        _setitem_impl_sparse(A, (k, t), {"s": s, "n": n, "val": rng.normal(0, 1, len(k))},
+                             {"n": nmask.astype(np.uint8)})
+
+
+def _lookup(uri):
+    dom = tiledb.Domain(tiledb.Dim("id", domain=(0, 99), tile=10, dtype=np.int64))
+    sch = tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
+        tiledb.Attr("name", dtype=str, var=True), tiledb.Attr("weight", dtype=np.float64)])
+    tiledb.Array.create(uri, sch)
+    ids = np.arange(0, 100, 2, dtype=np.int64)
+    with tiledb.open(uri, "w") as A:
+        A[ids] = {"name": np.array(["n%02d" % i for i in ids], dtype=object), "weight": ids * 0.5}
+
+
+def _top(uri):
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 99), tile=25, dtype=np.int64))
+    sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[tiledb.Attr("v", dtype=np.int64)])
+    tiledb.Array.create(uri, sch)
+    with tiledb.open(uri, "w") as A:
+        A[:] = np.arange(100, dtype=np.int64) * 7 % 31
+
+
+def _ingest_targets(data):
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10000), tile=100, dtype=np.int64))
+    tiledb.Array.create(os.path.join(data, SCHEMA, "ing_sparse"), tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
+        tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("v", dtype=np.float64)]))
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 9), tile=5, dtype=np.int32))
+    tiledb.Array.create(os.path.join(data, SCHEMA, "ing_dense"), tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
+        tiledb.Attr("v", dtype=np.int32)]))
+
+
+def tiledb_table(uri):
+    """The whole array as TileDB reads it (every cell of the non-empty
+    domain; nulls from the validity buffers), as an Arrow table."""
+    with tiledb.open(uri) as A:
+        dims = [A.schema.domain.dim(i).name for i in range(A.schema.domain.ndim)]
+        attrs = [A.schema.attr(i).name for i in range(A.schema.nattr)]
+        order = "C" if not A.schema.sparse else "U"
+        idx = A.query(dims=dims, attrs=attrs, order=order).multi_index
+        res = idx[tuple(slice(lo, hi) for lo, hi in A.nonempty_domain())]
+        raw = idx.pyquery.results()
+        cols = {}
+        for n in dims + attrs:
+            v = np.asarray(res[n]).ravel()
+            mask = None
+            if n in attrs and A.schema.attr(n).isnullable:
+                mask = np.asarray(raw[n][2]) == 0
+            cols[n] = pa.array(list(v) if v.dtype == object else v, mask=mask)
+        return pa.table(cols)
+
+
+@pytest.fixture(scope="module")
+def env(flightd):
+    os.makedirs(os.path.join(flightd.data, SCHEMA), exist_ok=True)
+    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup)]:
+        uri = os.path.join(flightd.data, SCHEMA, name)
+        if not os.path.exists(uri):
+            mk(uri)
+    top = os.path.join(flightd.data, "sqltop")
+    if not os.path.exists(top):
+        _top(top)
+    if not os.path.exists(os.path.join(flightd.data, SCHEMA, "ing_sparse")):
+        _ingest_targets(flightd.data)
+
+    duck = duckdb.connect()
+    duck.execute("CREATE SCHEMA %s" % SCHEMA)
+    for name, path in [("%s.dense2d" % SCHEMA, "sqlt/dense2d"), ("%s.pts" % SCHEMA, "sqlt/pts"),
+                       ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop")]:
+        tmp_tbl = tiledb_table(os.path.join(flightd.data, path))  # noqa: F841 (DuckDB reads it by name)
+        duck.execute("CREATE TABLE %s AS SELECT * FROM tmp_tbl" % name)
+
+    url = flightd.url.replace("grpc://", "grpc://")
+    conn = adbc_flightsql.connect(url)
+    try:
+        yield conn, duck, flightd
+    finally:
+        conn.close()
+        duck.close()
+
+
+def _norm(v):
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def _rows(table):
+    cols = [c.to_pylist() for c in table.columns]
+    return [tuple(_norm(c[i]) for c in cols) for i in range(table.num_rows)]
+
+
+def _cell_eq(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) or isinstance(b, float):
+            # MySQL-style AVG/division of integers is a DECIMAL with 4
+            # more digits of scale; float32 sums differ in the last bits.
+            return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-4)
+        return a == b
+    return a == b
+
+
+def _sort_key(row):
+    return tuple((0, "") if v is None else (1, float(v)) if isinstance(v, (int, float)) else (2, str(v)) for v in row)
+
+
+def assert_same(got, want, ordered, sql):
+    if not ordered:
+        got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
+    assert len(got) == len(want), "%s: %d rows, DuckDB %d\n got %s\nwant %s" % (sql, len(got), len(want), got[:10], want[:10])
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w) and all(_cell_eq(a, b) for a, b in zip(g, w)), \
+            "%s: row %d: %r, DuckDB %r" % (sql, i, g, w)
+
+
+def run_ours(conn, sql, params=None):
+    cur = conn.cursor()
+    try:
+        if params is None:
+            cur.execute(sql)
+        else:
+            cur.execute(sql, params)
+        return cur.fetch_arrow_table()
+    finally:
+        cur.close()
+
+
+# (sql, ordered). Each runs on flightd and on DuckDB over the same data.
+D = SCHEMA + ".dense2d"
+P = SCHEMA + ".pts"
+L = SCHEMA + ".lookup"
+STATEMENTS = [
+    # projections
+    ("SELECT * FROM %s" % D, False),
+    ("SELECT x, y, a FROM %s" % D, False),
+    ("SELECT a, x FROM %s" % D, False),
+    ("SELECT b AS bee, x AS ex FROM %s" % D, False),
+    ("SELECT * FROM %s" % P, False),
+    ("SELECT s, k FROM %s" % P, False),
+    ("SELECT n FROM %s" % P, False),
+    ("SELECT * FROM %s" % L, False),
+    ("SELECT * FROM sqltop", False),
+    ("SELECT v FROM main.sqltop", False),
+    ("SELECT x + y AS xy, a * 2 AS a2, b - 1 AS bm FROM %s" % D, False),
+    ("SELECT k * 2, val + 1 FROM %s" % P, False),
+    # WHERE on dimensions (pushed down)
+    ("SELECT * FROM %s WHERE x = 7" % D, False),
+    ("SELECT * FROM %s WHERE y = 29" % D, False),
+    ("SELECT a FROM %s WHERE x = 3 AND y = 4" % D, False),
+    ("SELECT x, y FROM %s WHERE x > 35" % D, False),
+    ("SELECT x, y FROM %s WHERE x >= 35" % D, False),
+    ("SELECT x, y FROM %s WHERE x < 2" % D, False),
+    ("SELECT x, y FROM %s WHERE x <= 2" % D, False),
+    ("SELECT x, y FROM %s WHERE 3 > x" % D, False),
+    ("SELECT x, y, b FROM %s WHERE x BETWEEN 10 AND 12" % D, False),
+    ("SELECT x, y, b FROM %s WHERE y BETWEEN 10 AND 12" % D, False),
+    ("SELECT x, y FROM %s WHERE x IN (1, 5, 9)" % D, False),
+    ("SELECT x, y FROM %s WHERE x IN (9, 1, 1)" % D, False),
+    ("SELECT x, y FROM %s WHERE x = 1 OR x = 38" % D, False),
+    ("SELECT x, y FROM %s WHERE (x = 1 AND y = 2) OR (x = 3 AND y = 4)" % D, False),
+    ("SELECT x, y FROM %s WHERE x BETWEEN 5 AND 8 AND y BETWEEN 20 AND 22" % D, False),
+    ("SELECT x, y FROM %s WHERE x > 2.5 AND x < 4.5 AND y = 0" % D, False),
+    ("SELECT x FROM %s WHERE x = 2.5" % D, False),
+    ("SELECT x, y FROM %s WHERE x > 100" % D, False),
+    ("SELECT x, y FROM %s WHERE x <> 3 AND y = 0" % D, False),
+    ("SELECT x, y FROM %s WHERE x != 3 AND y = 1" % D, False),
+    ("SELECT x, y FROM %s WHERE x NOT IN (0, 1, 2) AND y = 0" % D, False),
+    ("SELECT x, y FROM %s WHERE x NOT BETWEEN 3 AND 36 AND y = 5" % D, False),
+    ("SELECT x, y FROM %s WHERE NOT (x > 2) AND y < 2" % D, False),
+    ("SELECT k, t FROM %s WHERE k > 500" % P, False),
+    ("SELECT k, t FROM %s WHERE k BETWEEN 30 AND 60" % P, False),
+    ("SELECT k, t FROM %s WHERE k IN (0, 3, 4, 597)" % P, False),
+    ("SELECT k, t FROM %s WHERE t < 10.5" % P, False),
+    ("SELECT k, t FROM %s WHERE t >= 50 AND t <= 51.5" % P, False),
+    ("SELECT k, t FROM %s WHERE t BETWEEN 90 AND 100" % P, False),
+    ("SELECT k FROM %s WHERE k > 100 AND t < 50" % P, False),
+    ("SELECT id FROM %s WHERE id >= 90" % L, False),
+    ("SELECT i, v FROM sqltop WHERE i < 10", False),
+    # WHERE on attributes and mixed (the engine evaluates what the scan cannot)
+    ("SELECT x, y, a FROM %s WHERE a > 15" % D, False),
+    ("SELECT x, y FROM %s WHERE b = 7" % D, False),
+    ("SELECT x, y FROM %s WHERE b IN (1, 2, 3)" % D, False),
+    ("SELECT x, y FROM %s WHERE b BETWEEN -5 AND 5 AND x < 10" % D, False),
+    ("SELECT x, y FROM %s WHERE c < 0.1 OR c > 0.9" % D, False),
+    ("SELECT x, y FROM %s WHERE x = 4 AND a > 10" % D, False),
+    ("SELECT x, y FROM %s WHERE x = 4 OR b = 0" % D, False),
+    ("SELECT k FROM %s WHERE n IS NULL" % P, False),
+    ("SELECT k FROM %s WHERE n IS NOT NULL AND k < 100" % P, False),
+    ("SELECT k, n FROM %s WHERE n > 10" % P, False),
+    ("SELECT k, n FROM %s WHERE n = 3 OR n IS NULL" % P, False),
+    ("SELECT k, s FROM %s WHERE s = 'alpha0'" % P, False),
+    ("SELECT k, s FROM %s WHERE s IN ('beta1', 'gamma2')" % P, False),
+    ("SELECT k, s FROM %s WHERE s LIKE 'del%%'" % P, False),
+    ("SELECT k, s FROM %s WHERE s NOT LIKE '%%a%%'" % P, False),
+    ("SELECT k, s FROM %s WHERE s > 'd'" % P, False),
+    ("SELECT k FROM %s WHERE val > 1 AND k < 300" % P, False),
+    ("SELECT k FROM %s WHERE NOT (val < 0)" % P, False),
+    ("SELECT id, name FROM %s WHERE name = 'n42'" % L, False),
+    # aggregates
+    ("SELECT count(*) FROM %s" % D, False),
+    ("SELECT count(*) FROM %s WHERE x < 5" % D, False),
+    ("SELECT sum(b), min(b), max(b) FROM %s" % D, False),
+    ("SELECT avg(a) FROM %s" % D, False),
+    ("SELECT min(a), max(a), sum(a) FROM %s WHERE y = 3" % D, False),
+    ("SELECT count(n), count(*), sum(n), min(n), max(n) FROM %s" % P, False),
+    ("SELECT avg(val) FROM %s" % P, False),
+    ("SELECT count(DISTINCT s) FROM %s" % P, False),
+    ("SELECT min(s), max(s) FROM %s" % P, False),
+    ("SELECT sum(v), count(*) FROM sqltop", False),
+    ("SELECT count(*) FROM %s WHERE x > 100" % D, False),
+    ("SELECT max(c) FROM %s" % D, False),
+    # GROUP BY / HAVING
+    ("SELECT x, sum(b) FROM %s GROUP BY x" % D, False),
+    ("SELECT y, count(*), max(a) FROM %s WHERE x < 10 GROUP BY y" % D, False),
+    ("SELECT x, avg(a) AS m FROM %s GROUP BY x HAVING m > 10" % D, False),
+    ("SELECT x, count(*) FROM %s WHERE b > 0 GROUP BY x HAVING count(*) > 16" % D, False),
+    ("SELECT s, count(*), sum(val) FROM %s GROUP BY s" % P, False),
+    ("SELECT n, count(*) FROM %s GROUP BY n" % P, False),
+    ("SELECT x %% 4 AS m, sum(b) FROM %s GROUP BY x %% 4" % D, False),
+    ("SELECT s, max(k) FROM %s WHERE k > 300 GROUP BY s HAVING max(k) > 590" % P, False),
+    ("SELECT v, count(*) FROM sqltop GROUP BY v", False),
+    # DISTINCT
+    ("SELECT DISTINCT s FROM %s" % P, False),
+    ("SELECT DISTINCT n FROM %s WHERE k < 100" % P, False),
+    ("SELECT DISTINCT x %% 3 FROM %s" % D, False),
+    # ORDER BY / LIMIT / OFFSET
+    ("SELECT x, y, a FROM %s ORDER BY a DESC LIMIT 10" % D, True),
+    ("SELECT k, val FROM %s ORDER BY val LIMIT 5" % P, True),
+    ("SELECT k, s FROM %s ORDER BY s, k" % P, True),
+    ("SELECT x, y FROM %s ORDER BY x DESC, y ASC LIMIT 7" % D, True),
+    ("SELECT k FROM %s ORDER BY k LIMIT 5 OFFSET 10" % P, True),
+    ("SELECT i, v FROM sqltop ORDER BY v DESC, i LIMIT 12", True),
+    ("SELECT x, sum(a) AS s FROM %s GROUP BY x ORDER BY s DESC LIMIT 3" % D, True),
+    ("SELECT k FROM %s WHERE k < 50 ORDER BY k DESC" % P, True),
+    ("SELECT x, y, a FROM %s WHERE x = 5 ORDER BY y LIMIT 4" % D, True),
+    # expressions and functions
+    ("SELECT k, CASE WHEN n IS NULL THEN -1 ELSE n END FROM %s" % P, False),
+    ("SELECT k, coalesce(n, 0) + 1 FROM %s" % P, False),
+    ("SELECT x, y, abs(b) FROM %s WHERE x = 2" % D, False),
+    ("SELECT k, upper(s), length(s) FROM %s WHERE k < 30" % P, False),
+    ("SELECT k, concat(s, '-', 'x') FROM %s WHERE k < 30" % P, False),
+    ("SELECT k, substring(s, 1, 3) FROM %s WHERE k < 30" % P, False),
+    ("SELECT x, y, round(a, 2) FROM %s WHERE y = 1" % D, False),
+    ("SELECT x * 100 + y FROM %s WHERE x < 3" % D, False),
+    ("SELECT k, k > 300 AS big FROM %s WHERE k < 10 OR k > 590" % P, False),
+    # joins between arrays, subqueries, unions
+    ("SELECT p.k, l.name FROM %s p JOIN %s l ON p.k = l.id" % (P, L), False),
+    ("SELECT p.k, l.name, l.weight FROM %s p JOIN %s l ON p.k %% 100 = l.id WHERE p.k > 400" % (P, L), False),
+    ("SELECT l.id, count(p.k) FROM %s l LEFT JOIN %s p ON p.k = l.id GROUP BY l.id" % (L, P), False),
+    ("SELECT d.x, d.y, l.name FROM %s d JOIN %s l ON d.x = l.id WHERE d.y = 0" % (D, L), False),
+    ("SELECT t.i, t.v, d.a FROM sqltop t JOIN %s d ON d.x = t.i AND d.y = t.v WHERE t.i < 30" % D, False),
+    ("SELECT k FROM %s WHERE k IN (SELECT id FROM %s WHERE weight > 40)" % (P, L), False),
+    ("SELECT id FROM %s WHERE id NOT IN (SELECT k FROM %s)" % (L, P), False),
+    ("SELECT k AS z FROM %s WHERE k < 20 UNION ALL SELECT id FROM %s WHERE id < 10" % (P, L), False),
+    ("SELECT count(*) FROM (SELECT x, y FROM %s WHERE a > 12) q" % D, False),
+    ("SELECT x, (SELECT max(weight) FROM %s) FROM %s WHERE x = 0 AND y < 3" % (L, D), False),
+]
+
+
+@pytest.mark.parametrize("sql,ordered", STATEMENTS, ids=[s for s, _ in STATEMENTS])
+def test_statement_matches_duckdb(env, sql, ordered):
+    conn, duck, _ = env
+    got = _rows(run_ours(conn, sql))
+    want = [tuple(_norm(v) for v in r) for r in duck.execute(sql).fetchall()]
+    assert_same(got, want, ordered, sql)
+
+
+def test_statement_count():
+    assert len(STATEMENTS) >= 100
+
+
+PARAMS = [
+    ("SELECT x, y FROM %s WHERE x = ? AND y < ?" % D, (3, 5)),
+    ("SELECT k, s FROM %s WHERE s = ?" % P, ("gamma2",)),
+    ("SELECT k FROM %s WHERE val > ? AND k BETWEEN ? AND ?" % P, (0.5, 100, 400)),
+    ("SELECT count(*) FROM %s WHERE n IS NULL OR n > ?" % P, (15,)),
+    ("SELECT x, sum(a) FROM %s WHERE y = ? GROUP BY x" % D, (7,)),
+]
+
+
+@pytest.mark.parametrize("sql,params", PARAMS, ids=[s for s, _ in PARAMS])
+def test_parameters_match_duckdb(env, sql, params):
+    conn, duck, _ = env
+    got = _rows(run_ours(conn, sql, params))
+    want = [tuple(_norm(v) for v in r) for r in duck.execute(sql, params).fetchall()]
+    assert_same(got, want, False, sql)
+
+
+def test_quoted_path_and_schema_forms(env):
+    conn, duck, _ = env
+    want = _rows(run_ours(conn, "SELECT * FROM sqlt.dense2d WHERE x = 1"))
+    for form in ['"sqlt/dense2d"', '"sqlt"."dense2d"', "SQLT.DENSE2D", "sqlt.\"dense2d\""]:
+        assert _rows(run_ours(conn, "SELECT * FROM %s WHERE x = 1" % form)) == want, form
+    assert len(want) == 30
+
+
+def test_pushdown_streams_native_types(env):
+    conn, _, _ = env
+    t = run_ours(conn, "SELECT x, a, c FROM sqlt.dense2d WHERE x = 1 LIMIT 5")
+    assert t.num_rows == 5
+    assert t.schema.field("x").type == pa.int32()
+    assert t.schema.field("c").type == pa.float32()
+    t = run_ours(conn, "SELECT s, n FROM sqlt.pts WHERE k < 10")
+    assert t.schema.field("s").type == pa.large_string()
+    assert t.schema.field("n").type == pa.int32() and t.column("n").null_count >= 1
+
+
+def test_explain_shows_pushdown(env):
+    conn, _, _ = env
+    plan = "\n".join(run_ours(conn, "EXPLAIN SELECT a FROM sqlt.dense2d WHERE x BETWEEN 2 AND 3 LIMIT 4").column(0).to_pylist())
+    assert '"subarray":{"x":[[2,3]]}' in plan and '"limit":4' in plan and '"columns":["a"]' in plan, plan
+    plan = "\n".join(run_ours(conn, "EXPLAIN SELECT s, count(*) FROM sqlt.pts WHERE k > 500 AND val > 0 GROUP BY s").column(0).to_pylist())
+    assert '"subarray":{"k":[[501,597]]}' in plan and "SQL engine" in plan, plan
+
+
+def _err(conn, sql):
+    with pytest.raises(adbc_driver_manager.Error) as e:
+        run_ours(conn, sql)
+    return e.value
+
+
+def test_errors(env):
+    conn, _, _ = env
+    e = _err(conn, "SELEC x FROM sqlt.dense2d")
+    assert "INVALID_ARGUMENT" in str(e) or isinstance(e, adbc_driver_manager.ProgrammingError), e
+    assert "position" in str(e), e
+    e = _err(conn, "DELETE FROM sqlt.dense2d")
+    assert isinstance(e, adbc_driver_manager.NotSupportedError) and "supported" in str(e), e
+    e = _err(conn, "INSERT INTO sqlt.dense2d VALUES (1, 2, 3.0, 4, 5.0)")
+    assert isinstance(e, adbc_driver_manager.NotSupportedError) and "adbc_ingest" in str(e), e
+    e = _err(conn, "SELECT * FROM sqlt.nosuch")
+    assert "NOT_FOUND" in str(e) or "nosuch" in str(e), e
+    e = _err(conn, "SELECT nosuch FROM sqlt.dense2d")
+    assert "nosuch" in str(e), e
+
+
+def test_catalog(env):
+    conn, _, _ = env
+    objs = conn.adbc_get_objects(depth="all", catalog_filter="tileflight").read_all().to_pylist()
+    assert [o["catalog_name"] for o in objs] == ["tileflight"]
+    schemas = {s["db_schema_name"]: s for s in objs[0]["catalog_db_schemas"]}
+    assert "main" in schemas and SCHEMA in schemas
+    tables = {t["table_name"]: t for t in schemas[SCHEMA]["db_schema_tables"]}
+    assert {"dense2d", "pts", "lookup"} <= set(tables)
+    assert tables["dense2d"]["table_type"] == "ARRAY"
+    cols = [c["column_name"] for c in tables["dense2d"]["table_columns"]]
+    assert cols == ["x", "y", "a", "b", "c"]
+    assert "sqltop" in {t["table_name"] for t in schemas["main"]["db_schema_tables"]}
+    sc = conn.adbc_get_table_schema("pts", db_schema_filter=SCHEMA)
+    assert sc.names == ["k", "t", "s", "n", "val"]
+    assert sc.field("s").type == pa.large_string() and sc.field("t").type == pa.float64()
+    types = conn.adbc_get_table_types()
+    assert set(types) == {"ARRAY", "B2ND"}
+    info = conn.adbc_get_info()
+    assert info.get("vendor_name") == "tileflight", info
+
+
+def test_ingest(env):
+    conn, _, daemon = env
+    data = pa.table({"k": pa.array([5, 1, 3], pa.int64()), "s": ["five", "one", "three"], "v": [5.5, 1.5, 3.5]})
+    cur = conn.cursor()
+    try:
+        n = cur.adbc_ingest("ing_sparse", data, mode="append", db_schema_name=SCHEMA)
+        assert n in (3, -1)
+        got = tiledb_table(os.path.join(daemon.data, SCHEMA, "ing_sparse")).sort_by("k").to_pydict()
+        assert got == {"k": [1, 3, 5], "s": ["one", "three", "five"], "v": [1.5, 3.5, 5.5]}
+        # dense: every cell of the domain, row-major (as a DoPut without a subarray)
+        n = cur.adbc_ingest("ing_dense", pa.table({"v": pa.array(range(10, 20), pa.int32())}), mode="append",
+                            db_schema_name=SCHEMA)
+        with tiledb.open(os.path.join(daemon.data, SCHEMA, "ing_dense")) as A:
+            assert A[:]["v"].tolist() == list(range(10, 20))
+        # ingested rows are visible to SQL at once
+        t = run_ours(conn, "SELECT k, s FROM sqlt.ing_sparse ORDER BY k")
+        assert t.column("k").to_pylist() == [1, 3, 5]
+        # refused: a bad column (nothing written), creating a table, replacing
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("ing_sparse", pa.table({"k": [9], "bogus": [1]}), mode="append", db_schema_name=SCHEMA)
+        assert "bogus" in str(e.value)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("brand_new", data, mode="create", db_schema_name=SCHEMA)
+        assert "create_array" in str(e.value)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("ing_sparse", data, mode="replace", db_schema_name=SCHEMA)
+        assert "replace" in str(e.value)
+        assert tiledb_table(os.path.join(daemon.data, SCHEMA, "ing_sparse")).num_rows == 3
+    finally:
+        cur.close()
+
+
+def test_json_protocol_still_served(env):
+    import json as _json
+    import pyarrow.flight as fl
+    _, _, daemon = env
+    c = daemon.client()
+    t = c.do_get(fl.Ticket(_json.dumps({"array": "sqlt/lookup"}).encode())).read_all()
+    assert t.num_rows == 50

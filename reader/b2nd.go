@@ -1,0 +1,723 @@
+package reader
+
+// The read path of Blosc2 NDArrays (.b2nd): the array is opened as an
+// array.Array with a synthesized dense schema so that package plan
+// resolves columns, subarrays, layouts, limits and partitions exactly as
+// for TileDB arrays; the cells are then produced here from the array's
+// chunks. Only the chunks a query touches are read, and inside them only
+// the blocks it touches are decompressed (special chunks never are). Row-
+// and col-major results are produced one block-row of the outermost output
+// dimension at a time; the global layout goes chunk by chunk, block by
+// block.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/b2nd"
+	b2chunk "github.com/tileflight/tileflight/b2nd/chunk"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/plan"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// IsB2ND tells whether an array name is a Blosc2 NDArray.
+func IsB2ND(name string) bool { return strings.HasSuffix(name, ".b2nd") }
+
+// OpenB2ND opens the .b2nd array name as an array.Array (see
+// array.Array.B2ND).
+func OpenB2ND(ctx context.Context, st storage.Store, name string) (*array.Array, error) {
+	b, err := b2nd.Open(ctx, st, name)
+	if err != nil {
+		return nil, err
+	}
+	s := &schema.ArraySchema{Version: 22, Type: schema.Dense, TileOrder: schema.RowMajor, CellOrder: schema.RowMajor}
+	empty := false
+	for _, n := range b.Shape {
+		if n == 0 {
+			empty = true
+		}
+	}
+	for i, n := range b.Shape {
+		d := schema.Dimension{Name: fmt.Sprintf("dim%d", i), Type: datatype.Int64, CellValNum: 1}
+		if !empty {
+			d.Domain = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), uint64(n-1))
+			d.TileExtent = binary.LittleEndian.AppendUint64(nil, uint64(b.ChunkShape[i]))
+		}
+		s.Dimensions = append(s.Dimensions, d)
+	}
+	for _, f := range b.Dtype.Fields {
+		if s.DimensionIndex(f.Name) >= 0 || s.AttributeIndex(f.Name) >= 0 {
+			return nil, errkind.Errorf(errkind.Unimplemented, "array %s: field %q clashes with a dimension name", name, f.Name)
+		}
+		s.Attributes = append(s.Attributes, schema.Attribute{Name: f.Name, Type: datatype.Uint8, CellValNum: uint32(f.Size)})
+	}
+	return &array.Array{Store: st, Dir: name, Schema: s, B2ND: b}, nil
+}
+
+// B2NDSchema is the Arrow schema of columns of a .b2nd array (all when nil).
+func B2NDSchema(a *array.Array, columns []string) (*arrow.Schema, error) {
+	if columns == nil {
+		columns = allColumns(a)
+	}
+	fs := make([]arrow.Field, 0, len(columns))
+	for _, c := range columns {
+		f, err := b2ndField(a, c)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	md := arrow.NewMetadata([]string{"b2nd.dtype"}, []string{a.B2ND.Dtype.Str})
+	return arrow.NewSchema(fs, &md), nil
+}
+
+func allColumns(a *array.Array) []string {
+	var out []string
+	for _, d := range a.Schema.Dimensions {
+		out = append(out, d.Name)
+	}
+	for _, at := range a.Schema.Attributes {
+		out = append(out, at.Name)
+	}
+	return out
+}
+
+func b2ndField(a *array.Array, c string) (arrow.Field, error) {
+	if a.Schema.DimensionIndex(c) >= 0 {
+		return arrowconv.B2NDDimField(c), nil
+	}
+	for _, f := range a.B2ND.Dtype.Fields {
+		if f.Name == c {
+			af, err := arrowconv.B2NDField(f)
+			if err != nil {
+				return arrow.Field{}, fmt.Errorf("array %s: field %q: %w", a.Dir, c, err)
+			}
+			return af, nil
+		}
+	}
+	return arrow.Field{}, errkind.Errorf(errkind.InvalidArgument, "array %s has no column %q (columns: %s)", a.Dir, c, strings.Join(allColumns(a), ", "))
+}
+
+// interval is an inclusive range of coordinates of one dimension.
+type interval struct{ lo, hi int64 }
+
+type b2ndCol struct {
+	dim   int // >= 0: a dimension column
+	field b2nd.Field
+	af    arrow.Field
+	vals  []byte
+	coord []int64
+}
+
+type b2ndSource struct {
+	p      *plan.Plan
+	a      *b2nd.Array
+	schema *arrow.Schema
+	opt    Options
+	cols   []*b2ndCol
+	ranges [][]interval
+	rows   int // rows in the current batch
+	left   int64
+	out    chan arrow.RecordBatch
+	errc   chan error
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	// blocks decoded for the current group, by chunk and block number.
+	blocks map[blockKey][]byte
+	chunks map[int64]*openChunk
+	// itemsOnly: a plain dtype with one column: runs copy whole items.
+	nd int
+}
+
+type blockKey struct {
+	chunk int64
+	block int
+}
+
+type openChunk struct {
+	c      *b2chunk.Chunk
+	block0 []byte // decoded block 0 when the chunk uses the delta filter
+}
+
+func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource, error) {
+	a := p.Array.B2ND
+	if p.Query != nil && p.Query.Timestamp != nil {
+		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
+	}
+	sch, err := B2NDSchema(p.Array, p.Columns)
+	if err != nil {
+		return nil, err
+	}
+	s := &b2ndSource{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit}
+	for i, c := range p.Columns {
+		col := &b2ndCol{dim: p.Array.Schema.DimensionIndex(c), af: sch.Field(i)}
+		if col.dim < 0 {
+			for _, f := range a.Dtype.Fields {
+				if f.Name == c {
+					col.field = f
+				}
+			}
+		}
+		s.cols = append(s.cols, col)
+	}
+	if !p.Empty {
+		for d := range a.Shape {
+			var rs []interval
+			for _, r := range p.Subarray[d] {
+				lo := int64(binary.LittleEndian.Uint64(r.Lo))
+				hi := int64(binary.LittleEndian.Uint64(r.Hi))
+				if lo < 0 || hi >= a.Shape[d] || lo > hi {
+					return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: dim%d: range [%d, %d] is outside [0, %d]", p.Array.Dir, d, lo, hi, a.Shape[d]-1)
+				}
+				rs = append(rs, interval{lo, hi})
+			}
+			s.ranges = append(s.ranges, rs)
+		}
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.out = make(chan arrow.RecordBatch, 1)
+	s.errc = make(chan error, 1)
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		defer close(s.out)
+		err := s.run(ctx)
+		if err != nil && err != errStop {
+			s.errc <- err
+		}
+	}()
+	return s, nil
+}
+
+var errStop = fmt.Errorf("limit reached")
+
+func (s *b2ndSource) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case rec, ok := <-s.out:
+		if !ok {
+			select {
+			case err := <-s.errc:
+				return nil, err
+			default:
+				return nil, io.EOF
+			}
+		}
+		return rec, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *b2ndSource) Close() {
+	s.cancel()
+	for rec := range s.out {
+		rec.Release()
+	}
+	s.done.Wait()
+}
+
+func (s *b2ndSource) run(ctx context.Context) error {
+	if s.p.Empty || len(s.ranges) == 0 || s.left == 0 {
+		return nil
+	}
+	s.newBatch()
+	var err error
+	if s.p.Layout == query.LayoutGlobal {
+		err = s.runGlobal(ctx)
+	} else {
+		err = s.runOrdered(ctx)
+	}
+	if err == errStop {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.flush(ctx)
+}
+
+func (s *b2ndSource) newBatch() {
+	n := s.p.BatchRows
+	if s.left >= 0 && s.left < int64(n) {
+		n = int(s.left)
+	}
+	for _, c := range s.cols {
+		if c.dim >= 0 {
+			c.coord = make([]int64, 0, n)
+		} else {
+			c.vals = make([]byte, 0, n*c.field.Size)
+		}
+	}
+	s.rows = 0
+}
+
+func (s *b2ndSource) flush(ctx context.Context) error {
+	if s.rows == 0 {
+		return nil
+	}
+	arrs := make([]arrow.Array, len(s.cols))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, c := range s.cols {
+		if c.dim >= 0 {
+			arrs[i] = arrowconv.Int64Column(c.coord)
+			continue
+		}
+		a, err := arrowconv.B2NDColumn(c.field, c.vals, s.rows)
+		if err != nil {
+			return fmt.Errorf("array %s: field %q: %w", s.a.Name, c.field.Name, err)
+		}
+		arrs[i] = a
+	}
+	rec := arrowarray.NewRecordBatch(s.schema, arrs, int64(s.rows))
+	if s.left >= 0 {
+		s.left -= int64(s.rows)
+	}
+	select {
+	case s.out <- rec:
+	case <-ctx.Done():
+		rec.Release()
+		return ctx.Err()
+	}
+	if s.left == 0 {
+		return errStop
+	}
+	s.newBatch()
+	return nil
+}
+
+// emitRun appends n consecutive items (along the last dimension when
+// contiguous) starting at item offset off of block buf, at coordinates c
+// (c[last] is the first item's; step is the dimension that advances).
+func (s *b2ndSource) emitRun(ctx context.Context, buf []byte, off int64, stride int64, n int64, c []int64, stepDim int) error {
+	is := int64(s.a.ItemSize)
+	for n > 0 {
+		room := int64(s.p.BatchRows - s.rows)
+		if s.left >= 0 {
+			room = min(room, s.left-int64(s.rows))
+		}
+		k := min(n, room)
+		for _, col := range s.cols {
+			if col.dim >= 0 {
+				v := c[col.dim]
+				for j := int64(0); j < k; j++ {
+					if col.dim == stepDim {
+						col.coord = append(col.coord, v+j)
+					} else {
+						col.coord = append(col.coord, v)
+					}
+				}
+				continue
+			}
+			f := col.field
+			if stride == 1 && f.Size == s.a.ItemSize {
+				col.vals = append(col.vals, buf[off*is:(off+k)*is]...)
+				continue
+			}
+			for j := int64(0); j < k; j++ {
+				p := (off+j*stride)*is + int64(f.Offset)
+				col.vals = append(col.vals, buf[p:p+int64(f.Size)]...)
+			}
+		}
+		s.rows += int(k)
+		n -= k
+		off += k * stride
+		c[stepDim] += k
+		if s.rows == s.p.BatchRows || (s.left >= 0 && int64(s.rows) == s.left) {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// split cuts an interval of dimension d at block boundaries.
+func (s *b2ndSource) split(d int, iv interval, f func(lo, hi int64) error) error {
+	cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
+	for x := iv.lo; x <= iv.hi; {
+		ch := x / cs
+		l := x % cs
+		end := ch*cs + min((l/bs+1)*bs, cs) - 1
+		end = min(end, iv.hi)
+		if err := f(x, end); err != nil {
+			return err
+		}
+		x = end + 1
+	}
+	return nil
+}
+
+// touched lists, for dimension d, the (chunk, block) pairs the intervals
+// touch, sorted and unique.
+func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
+	set := map[[2]int64]bool{}
+	cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
+	for _, iv := range ivs {
+		s.split(d, iv, func(lo, _ int64) error {
+			set[[2]int64{lo / cs, (lo % cs) / bs}] = true
+			return nil
+		})
+	}
+	out := make([][2]int64, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i][0] != out[j][0] {
+			return out[i][0] < out[j][0]
+		}
+		return out[i][1] < out[j][1]
+	})
+	return out
+}
+
+// load decodes the blocks of the cross product of per-dimension (chunk,
+// block) pairs into s.blocks, reading chunks not open yet.
+func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
+	type job struct {
+		key blockKey
+	}
+	var jobs []job
+	idx := make([]int, s.nd)
+	cc := make([]int64, s.nd)
+	for {
+		var chunkN int64
+		block := 0
+		for d := 0; d < s.nd; d++ {
+			cc[d] = per[d][idx[d]][0]
+			chunkN = chunkN*s.a.ChunksPer[d] + per[d][idx[d]][0]
+			block = block*int(s.a.BlocksPer[d]) + int(per[d][idx[d]][1])
+		}
+		k := blockKey{chunkN, block}
+		if _, ok := s.blocks[k]; !ok {
+			jobs = append(jobs, job{k})
+			s.blocks[k] = nil
+		}
+		d := s.nd - 1
+		for ; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < len(per[d]) {
+				break
+			}
+			idx[d] = 0
+		}
+		if d < 0 {
+			break
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if ws := s.opt.MaxWorkingSet; ws > 0 && int64(len(jobs))*int64(s.a.BlockNBytes()) > ws {
+		return errkind.Errorf(errkind.ResourceExhausted, "array %s: the query needs %d blocks of %d bytes at once, more than the working set of %d bytes", s.a.Name, len(jobs), s.a.BlockNBytes(), ws)
+	}
+	// Open the chunks first (serially: I/O is ranged reads), with block 0
+	// for chunks using delta.
+	for _, j := range jobs {
+		if _, ok := s.chunks[j.key.chunk]; ok {
+			continue
+		}
+		c, err := s.a.ReadChunk(ctx, j.key.chunk)
+		if err != nil {
+			return err
+		}
+		oc := &openChunk{c: c}
+		if c.UsesDelta() {
+			oc.block0 = make([]byte, c.BlockLen(0))
+			if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
+				return s.a.ChunkErr(j.key.chunk, err)
+			}
+		}
+		if c.NBytes != s.a.ChunkNBytes() || c.BlockSize != s.a.BlockNBytes() && c.Special() == b2chunk.SpecialNone {
+			return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block size %d, want %d", c.BlockSize, s.a.BlockNBytes()))
+		}
+		s.chunks[j.key.chunk] = oc
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(s.opt.Workers, 1))
+	bufs := make([][]byte, len(jobs))
+	for i, j := range jobs {
+		oc := s.chunks[j.key.chunk]
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			buf := make([]byte, s.a.BlockNBytes())
+			if j.key.block >= oc.c.NBlocks() {
+				return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, oc.c.NBlocks()))
+			}
+			if j.key.block == 0 && oc.block0 != nil {
+				copy(buf, oc.block0)
+			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, nil); err != nil {
+				return s.a.ChunkErr(j.key.chunk, err)
+			}
+			bufs[i] = buf
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		s.blocks[j.key] = bufs[i]
+	}
+	return nil
+}
+
+func (s *b2ndSource) dropChunks() {
+	for _, oc := range s.chunks {
+		oc.c.Close()
+	}
+	s.chunks = map[int64]*openChunk{}
+	s.blocks = map[blockKey][]byte{}
+}
+
+// locate returns the block buffer and in-block item offset of coordinates c.
+func (s *b2ndSource) locate(c []int64) ([]byte, int64) {
+	var chunkN, in int64
+	block := 0
+	for d := 0; d < s.nd; d++ {
+		cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
+		l := c[d] % cs
+		chunkN = chunkN*s.a.ChunksPer[d] + c[d]/cs
+		block = block*int(s.a.BlocksPer[d]) + int(l/bs)
+		in = in*bs + l%bs
+	}
+	return s.blocks[blockKey{chunkN, block}], in
+}
+
+// runOrdered produces row-major (C order) or col-major results: one group
+// of outer coordinates inside one block at a time.
+func (s *b2ndSource) runOrdered(ctx context.Context) error {
+	order := make([]int, s.nd)
+	for i := range order {
+		order[i] = i
+		if s.p.Layout == query.LayoutColMajor {
+			order[i] = s.nd - 1 - i
+		}
+	}
+	outer, inner := order[0], order[s.nd-1]
+	per := make([][][2]int64, s.nd)
+	for d := range per {
+		per[d] = s.touched(d, s.ranges[d])
+	}
+	s.dropChunks()
+	lastOuterChunk := int64(-1)
+	c := make([]int64, s.nd)
+	for _, iv := range s.ranges[outer] {
+		err := s.split(outer, iv, func(lo, hi int64) error {
+			if ch := lo / s.a.ChunkShape[outer]; ch != lastOuterChunk {
+				s.dropChunks()
+				lastOuterChunk = ch
+			} else {
+				s.blocks = map[blockKey][]byte{}
+			}
+			grp := append([][][2]int64(nil), per...)
+			grp[outer] = [][2]int64{{lo / s.a.ChunkShape[outer], (lo % s.a.ChunkShape[outer]) / s.a.BlockShape[outer]}}
+			if err := s.load(ctx, grp); err != nil {
+				return err
+			}
+			if s.nd == 1 {
+				c[0] = lo
+				buf, off := s.locate(c)
+				return s.emitRun(ctx, buf, off, 1, hi-lo+1, c, 0)
+			}
+			for x := lo; x <= hi; x++ {
+				c[outer] = x
+				if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitInner walks dims (in output order, the last varying fastest) over
+// their ranges for the fixed coordinates already in c.
+func (s *b2ndSource) emitInner(ctx context.Context, dims []int, inner int, c []int64) error {
+	d := dims[0]
+	if len(dims) == 1 {
+		contiguous := d == s.nd-1
+		for _, iv := range s.ranges[d] {
+			err := s.split(d, iv, func(lo, hi int64) error {
+				c[d] = lo
+				buf, off := s.locate(c)
+				if contiguous {
+					return s.emitRun(ctx, buf, off, 1, hi-lo+1, c, d)
+				}
+				// Along a dimension other than the last, items of a block
+				// are a block-stride apart.
+				stride := int64(1)
+				for k := d + 1; k < s.nd; k++ {
+					stride *= s.a.BlockShape[k]
+				}
+				return s.emitRun(ctx, buf, off, stride, hi-lo+1, c, d)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, iv := range s.ranges[d] {
+		for x := iv.lo; x <= iv.hi; x++ {
+			c[d] = x
+			if err := s.emitInner(ctx, dims[1:], inner, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// merged returns the ranges of dimension d sorted and merged.
+func merged(rs []interval) []interval {
+	out := append([]interval(nil), rs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].lo < out[j].lo })
+	var m []interval
+	for _, r := range out {
+		if len(m) > 0 && r.lo <= m[len(m)-1].hi+1 {
+			m[len(m)-1].hi = max(m[len(m)-1].hi, r.hi)
+			continue
+		}
+		m = append(m, r)
+	}
+	return m
+}
+
+// runGlobal produces the global order: chunks in C order, blocks in C order
+// inside each chunk, items in C order inside each block, restricted to the
+// subarray.
+func (s *b2ndSource) runGlobal(ctx context.Context) error {
+	m := make([][]interval, s.nd)
+	per := make([][][2]int64, s.nd)
+	for d := range m {
+		m[d] = merged(s.ranges[d])
+		per[d] = s.touched(d, m[d])
+	}
+	// Chunks touched per dimension, in order.
+	chunksOf := make([][]int64, s.nd)
+	for d := range per {
+		for _, p := range per[d] {
+			if n := len(chunksOf[d]); n == 0 || chunksOf[d][n-1] != p[0] {
+				chunksOf[d] = append(chunksOf[d], p[0])
+			}
+		}
+	}
+	idx := make([]int, s.nd)
+	c := make([]int64, s.nd)
+	for {
+		s.dropChunks()
+		grp := make([][][2]int64, s.nd)
+		for d := range grp {
+			ch := chunksOf[d][idx[d]]
+			for _, p := range per[d] {
+				if p[0] == ch {
+					grp[d] = append(grp[d], p)
+				}
+			}
+		}
+		if err := s.load(ctx, grp); err != nil {
+			return err
+		}
+		// Blocks of this chunk in C order.
+		bidx := make([]int, s.nd)
+		for {
+			// The in-subarray intervals of this block per dimension.
+			ivs := make([][]interval, s.nd)
+			for d := 0; d < s.nd; d++ {
+				ch, bl := grp[d][bidx[d]][0], grp[d][bidx[d]][1]
+				blo := ch*s.a.ChunkShape[d] + bl*s.a.BlockShape[d]
+				bhi := min(blo+s.a.BlockShape[d], (ch+1)*s.a.ChunkShape[d], s.a.Shape[d]) - 1
+				for _, r := range m[d] {
+					lo, hi := max(r.lo, blo), min(r.hi, bhi)
+					if lo <= hi {
+						ivs[d] = append(ivs[d], interval{lo, hi})
+					}
+				}
+			}
+			saved := s.ranges
+			s.ranges = ivs
+			err := s.emitBlock(ctx, c)
+			s.ranges = saved
+			if err != nil {
+				return err
+			}
+			d := s.nd - 1
+			for ; d >= 0; d-- {
+				bidx[d]++
+				if bidx[d] < len(grp[d]) {
+					break
+				}
+				bidx[d] = 0
+			}
+			if d < 0 {
+				break
+			}
+		}
+		d := s.nd - 1
+		for ; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < len(chunksOf[d]) {
+				break
+			}
+			idx[d] = 0
+		}
+		if d < 0 {
+			return nil
+		}
+	}
+}
+
+// emitBlock emits the cells of s.ranges (all inside one block) in C order.
+func (s *b2ndSource) emitBlock(ctx context.Context, c []int64) error {
+	dims := make([]int, s.nd)
+	for i := range dims {
+		dims[i] = i
+	}
+	if s.nd == 1 {
+		for _, iv := range s.ranges[0] {
+			c[0] = iv.lo
+			buf, off := s.locate(c)
+			if err := s.emitRun(ctx, buf, off, 1, iv.hi-iv.lo+1, c, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, iv := range s.ranges[0] {
+		for x := iv.lo; x <= iv.hi; x++ {
+			c[0] = x
+			if err := s.emitInner(ctx, dims[1:], s.nd-1, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

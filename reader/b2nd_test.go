@@ -1,0 +1,279 @@
+package reader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// b2ndFixtureDirs: the committed golden subset, plus the full matrix of
+// python_tests/gen_b2nd.py with TILEFLIGHT_FIXTURES (make test).
+func b2ndFixtureDirs(t *testing.T) []string {
+	dirs := []string{filepath.Join("..", "testdata", "b2nd")}
+	if env := os.Getenv("TILEFLIGHT_FIXTURES"); env != "" {
+		d := filepath.Join(env, "b2nd")
+		if _, err := os.Stat(filepath.Join(d, "index.json")); err != nil {
+			t.Fatalf("TILEFLIGHT_FIXTURES=%s but %s/index.json is missing (make fixtures)", env, d)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+type b2ndCase struct {
+	Case          string  `json:"case"`
+	Shape         []int64 `json:"shape"`
+	SkipUnwritten bool    `json:"skip_unwritten"`
+}
+
+func readAllRecords(t *testing.T, r *Reader) []arrow.Array {
+	t.Helper()
+	ctx := context.Background()
+	var parts [][]arrow.Array
+	for {
+		rec, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(rec.NumRows()) > r.plan.BatchRows {
+			t.Fatalf("batch of %d rows, batch_rows %d", rec.NumRows(), r.plan.BatchRows)
+		}
+		cols := make([]arrow.Array, rec.NumCols())
+		for i := range cols {
+			cols[i] = rec.Column(i)
+			cols[i].Retain()
+		}
+		parts = append(parts, cols)
+		rec.Release()
+	}
+	out := make([]arrow.Array, len(r.Schema().Fields()))
+	for i := range out {
+		var cs []arrow.Array
+		for _, p := range parts {
+			cs = append(cs, p[i])
+		}
+		if len(cs) == 0 {
+			out[i] = arrowarray.MakeArrayOfNull(memory.DefaultAllocator, r.Schema().Field(i).Type, 0)
+			continue
+		}
+		c, err := arrowarray.Concatenate(cs, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// expectedCoords lists the coordinates a query must return, in order.
+func expectedCoords(shape, chunks, blocks []int64, rs [][][2]int64, layout query.Layout, limit int) [][]int64 {
+	nd := len(shape)
+	var out [][]int64
+	var rec func(order []int, k int, c []int64)
+	rec = func(order []int, k int, c []int64) {
+		if k == nd {
+			out = append(out, append([]int64(nil), c...))
+			return
+		}
+		d := order[k]
+		for _, r := range rs[d] {
+			for x := r[0]; x <= r[1]; x++ {
+				c[d] = x
+				rec(order, k+1, c)
+			}
+		}
+	}
+	order := make([]int, nd)
+	for i := range order {
+		order[i] = i
+		if layout == query.LayoutColMajor {
+			order[i] = nd - 1 - i
+		}
+	}
+	rec(order, 0, make([]int64, nd))
+	if layout == query.LayoutGlobal {
+		// Unique cells ordered by chunk, block, then C order in the block.
+		seen := map[string]bool{}
+		var u [][]int64
+		for _, c := range out {
+			k := fmt.Sprint(c)
+			if !seen[k] {
+				seen[k] = true
+				u = append(u, c)
+			}
+		}
+		key := func(c []int64) [3][]int64 {
+			var ch, bl, in []int64
+			for d := range c {
+				ch = append(ch, c[d]/chunks[d])
+				bl = append(bl, (c[d]%chunks[d])/blocks[d])
+				in = append(in, (c[d]%chunks[d])%blocks[d])
+			}
+			return [3][]int64{ch, bl, in}
+		}
+		less := func(a, b []int64) int {
+			for i := range a {
+				if a[i] != b[i] {
+					if a[i] < b[i] {
+						return -1
+					}
+					return 1
+				}
+			}
+			return 0
+		}
+		sort.SliceStable(u, func(i, j int) bool {
+			ki, kj := key(u[i]), key(u[j])
+			for k := 0; k < 3; k++ {
+				if c := less(ki[k], kj[k]); c != 0 {
+					return c < 0
+				}
+			}
+			return false
+		})
+		out = u
+	}
+	if limit >= 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func TestB2NDFixtureQueries(t *testing.T) {
+	ctx := context.Background()
+	for _, dir := range b2ndFixtureDirs(t) {
+		st, err := storage.NewLocal(filepath.Join(dir, "arrays"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx struct{ Cases []b2ndCase }
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		for ci, c := range idx.Cases {
+			if c.SkipUnwritten {
+				continue
+			}
+			t.Run(c.Case, func(t *testing.T) {
+				raw, err := os.ReadFile(filepath.Join(dir, "expect", c.Case+".raw"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := c.Case + ".b2nd"
+				rng := rand.New(rand.NewSource(int64(ci)))
+				type qcase struct {
+					layout query.Layout
+					rs     [][][2]int64
+					batch  int
+					limit  int
+				}
+				var qs []qcase
+				whole := make([][][2]int64, len(c.Shape))
+				for d, n := range c.Shape {
+					whole[d] = [][2]int64{{0, n - 1}}
+				}
+				qs = append(qs, qcase{query.LayoutRowMajor, whole, 0, -1})
+				for _, l := range []query.Layout{query.LayoutRowMajor, query.LayoutColMajor, query.LayoutGlobal} {
+					for k := 0; k < 2; k++ {
+						rs := make([][][2]int64, len(c.Shape))
+						for d, n := range c.Shape {
+							for j := 0; j <= rng.Intn(2); j++ {
+								lo := rng.Int63n(n)
+								hi := lo + rng.Int63n(n-lo)
+								rs[d] = append(rs[d], [2]int64{lo, hi})
+							}
+						}
+						lim := -1
+						if k == 1 {
+							lim = 1 + rng.Intn(40)
+						}
+						qs = append(qs, qcase{l, rs, 1 + rng.Intn(50), lim})
+					}
+				}
+				for qi, qc := range qs {
+					q := &query.Query{Array: name, Layout: qc.layout, BatchRows: qc.batch, Limit: int64(qc.limit)}
+					if qc.limit < 0 {
+						q.Limit = -1
+					}
+					for d, rs := range qc.rs {
+						dr := query.DimRanges{Dim: fmt.Sprintf("dim%d", d)}
+						for _, r := range rs {
+							dr.Ranges = append(dr.Ranges, query.Range{Lo: query.Value{Num: json.Number(fmt.Sprint(r[0]))}, Hi: query.Value{Num: json.Number(fmt.Sprint(r[1]))}})
+						}
+						q.Subarray = append(q.Subarray, dr)
+					}
+					r, err := Open(ctx, st, q, Options{Workers: 2})
+					if err != nil {
+						t.Fatalf("query %d: %v", qi, err)
+					}
+					got := readAllRecords(t, r)
+					r.Close()
+					a := r.Plan().Array.B2ND
+					coords := expectedCoords(a.Shape, a.ChunkShape, a.BlockShape, qc.rs, r.Plan().Layout, qc.limit)
+					for i, f := range r.Schema().Fields() {
+						var want arrow.Array
+						if i < len(a.Shape) {
+							v := make([]int64, len(coords))
+							for k, cc := range coords {
+								v[k] = cc[i]
+							}
+							want = arrowconv.Int64Column(v)
+						} else {
+							fld := a.Dtype.Fields[i-len(a.Shape)]
+							buf := make([]byte, 0, len(coords)*fld.Size)
+							for _, cc := range coords {
+								var item int64
+								for d := range cc {
+									item = item*a.Shape[d] + cc[d]
+								}
+								p := item*int64(a.ItemSize) + int64(fld.Offset)
+								buf = append(buf, raw[p:p+int64(fld.Size)]...)
+							}
+							want, err = arrowconv.B2NDColumn(fld, buf, len(coords))
+							if err != nil {
+								t.Fatal(err)
+							}
+						}
+						same := arrowarray.ApproxEqual(want, got[i], arrowarray.WithNaNsEqual(true))
+						if f.Type.ID() == arrow.FLOAT16 { // ApproxEqual does not see float16 NaNs as equal
+							same = want.Len() == got[i].Len() && string(want.Data().Buffers()[1].Bytes()[:2*want.Len()]) == string(got[i].Data().Buffers()[1].Bytes()[2*got[i].Data().Offset():2*(got[i].Data().Offset()+got[i].Len())])
+						}
+						if !same {
+							t.Fatalf("query %d (%s %v batch %d limit %d): column %s differs:\nwant %v\ngot  %v", qi, qc.layout, qc.rs, qc.batch, qc.limit, f.Name, want, got[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestB2NDTimestampRefused(t *testing.T) {
+	st, _ := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	_, err := Open(context.Background(), st, &query.Query{Array: "g_lef8.b2nd", Timestamp: &query.Timestamp{End: 5}, Limit: -1}, Options{})
+	if errkind.Of(err) != errkind.InvalidArgument {
+		t.Fatalf("timestamp on a .b2nd: %v, want InvalidArgument", err)
+	}
+}
