@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient jdbc build test gotest pytest vet serve fuzz bench bench-b2nd bench-kernels bench-s3 bench-spark bench-sql fixtures docs clean soak
+.PHONY: all setup pyclient jdbc build test gotest pytest vet serve fuzz bench bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
 all: build
 
@@ -123,6 +123,16 @@ soak: setup build
 # in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
 bench-spark: setup build
 	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# More random filters and aggregates against TileDB than the CI run
+# (COND_ARRAYS arrays, a random seed unless COND_SEED is given).
+COND_ARRAYS ?= 80
+diff-cond: setup build
+	TILEFLIGHT_COND_SEED=$${COND_SEED:-$$RANDOM} TILEFLIGHT_COND_ARRAYS=$(COND_ARRAYS) $(PYENV) $(VPY) -m pytest -q python_tests/test_diff_cond.py
+
+# Aggregates and filters against in-process TileDB (appends to RESULTS.md).
+bench-cond: setup build
+	$(VPY) benchmarks/cond_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)
