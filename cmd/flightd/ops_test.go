@@ -243,3 +243,23 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// FuzzParseSize: any string either fails or gives a non-negative size
+// whose printed form reads back the same.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"512MiB", "1GiB", "1 GB", "1048576", "1.5GiB", "-1", "", "9999999999999EiB", "0x10", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseSize(s)
+		if err != nil {
+			return
+		}
+		if v < 0 {
+			t.Fatalf("%q: %d", s, v)
+		}
+		if back, err := parseSize(formatSize(v)); err != nil || back != v {
+			t.Fatalf("%q = %d prints as %q, which reads back as %d, %v", s, v, formatSize(v), back, err)
+		}
+	})
+}
