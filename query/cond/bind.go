@@ -211,7 +211,8 @@ func (b *binder) resolve(n *Name) (Field, error) {
 
 func (b *binder) use(f Field, n *Name, enum string) (Field, error) {
 	if enum != "" {
-		return Field{}, &SyntaxError{Text: b.text, Pos: n.P, Msg: fmt.Sprintf("attribute %q has an enumeration; conditions on enumerated attributes are not implemented yet", f.Name)}
+		// A feature not built yet, not a bad condition.
+		return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q has an enumeration; conditions on enumerated attributes are not implemented yet", n.P, f.Name)
 	}
 	if !b.seen[f.Name] {
 		b.seen[f.Name] = true
