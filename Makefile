@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
+.PHONY: all setup pyclient jdbc build test gotest pytest vet serve fuzz bench bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
 all: build
 
@@ -65,10 +65,10 @@ docs: fixtures
 # pytest drives the daemon that `build` just made (bin/flightd).
 PYENV = TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) TILEFLIGHT_FLIGHTD=$(abspath bin/flightd)
 
-pytest: setup build fixtures
+pytest: setup build fixtures jdbc
 	$(PYENV) $(VPY) -m pytest -q python_tests
 
-test: setup vet build fixtures
+test: setup vet build fixtures jdbc
 	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -count=1 ./...
 	$(PYENV) $(VPY) -m pytest -q python_tests
 
@@ -103,9 +103,49 @@ bench-kernels:
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
+# .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
+bench-b2nd: setup build
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md
+
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
+# The reliability campaigns at full size (kill -9, corruption, load, hostile
+# clients; python_tests/soak/): about 8 minutes. Their figures are in
+# docs/reliability.md; `make test` runs short versions (test_soak.py).
+# SOAK_ARGS="--only kill9 --seed 7" narrows a run.
+SOAK_ARGS ?=
+soak: setup build
+	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
+
+# Spark count()/sum() through tileflight.spark vs Spark over the same data
+# in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
+bench-spark: setup build
+	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# More random filters and aggregates against TileDB than the CI run
+# (COND_ARRAYS arrays, a random seed unless COND_SEED is given).
+COND_ARRAYS ?= 80
+diff-cond: setup build
+	TILEFLIGHT_COND_SEED=$${COND_SEED:-$$RANDOM} TILEFLIGHT_COND_ARRAYS=$(COND_ARRAYS) $(PYENV) $(VPY) -m pytest -q python_tests/test_diff_cond.py
+
+# Aggregates and filters against in-process TileDB (appends to RESULTS.md).
+bench-cond: setup build
+	$(VPY) benchmarks/cond_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
 clean:
 	rm -rf bin $(FIXTURES)
+
+# The Flight SQL JDBC driver's check program (python_tests/test_flightsql.py
+# runs it): Maven fetches the driver from Maven Central on a fresh machine.
+JDBC_JAR := python_tests/jdbc/target/jdbccheck.jar
+$(JDBC_JAR): python_tests/jdbc/pom.xml $(wildcard python_tests/jdbc/src/main/java/*.java)
+	cd python_tests/jdbc && mvn -q -B package
+
+jdbc: $(JDBC_JAR)
+
+# Flight SQL benchmarks (ADBC vs DoGet; a selective WHERE vs DuckDB over a
+# full DoGet), appended to benchmarks/RESULTS.md.
+bench-sql: setup build
+	$(VPY) benchmarks/sql_bench.py --flightd bin/flightd --out benchmarks/RESULTS.md

@@ -510,8 +510,15 @@ def report(args, cases, results, elapsed):
     text = "\n".join(head)
     print(text)
     if args.out:
+        # Sections other harnesses append (e.g. `make bench-s3`) are kept.
+        kept = ""
+        if os.path.exists(args.out):
+            old = open(args.out).read()
+            m = re.search(r"^## S3 and clusters", old, re.M)
+            if m:
+                kept = "\n" + old[m.start():]
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write(text + kept)
         plot(chart, os.path.join(os.path.dirname(args.out), "results.png"))
 
 
@@ -528,6 +535,7 @@ def plot(chart, path):
             ax.hlines(t, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
         ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
     ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.set_yscale("log")  # ratios span 0.05x to 20x
     ax.set_xticks(list(xs))
     ax.set_xticklabels([k for k, _, _ in chart], rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("flightd speed ratio (median of rounds)")

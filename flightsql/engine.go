@@ -197,8 +197,9 @@ func (t *table) Name() string { return t.name }
 func (t *table) String() string { return t.path }
 
 // describe is what EXPLAIN shows for a scan: the native query it runs.
-func (t *table) describe(ranges dimRanges) string {
+func (t *table) describe(ranges dimRanges, layout query.Layout) string {
 	q, empty := t.nativeQuery(ranges, -1)
+	q.Layout = layout
 	if empty {
 		return fmt.Sprintf("scan of %q: no cell can match the pushed-down ranges", t.path)
 	}
@@ -285,6 +286,8 @@ func (t *table) nativeQuery(ranges dimRanges, limit int64) (*query.Query, bool) 
 type partition struct {
 	ranges dimRanges
 	none   bool
+	// layout orders the cells (index lookups promise index order).
+	layout query.Layout
 }
 
 func (p partition) Key() []byte { return []byte(fmt.Sprint(p.ranges)) }
@@ -295,13 +298,15 @@ func (t *table) Partitions(*gms.Context) (gms.PartitionIter, error) {
 
 func (t *table) PartitionRows(ctx *gms.Context, p gms.Partition) (gms.RowIter, error) {
 	var ranges dimRanges
+	var layout query.Layout
 	if pp, ok := p.(partition); ok {
 		if pp.none {
 			return gms.RowsToRowIter(), nil
 		}
-		ranges = pp.ranges
+		ranges, layout = pp.ranges, pp.layout
 	}
 	q, empty := t.nativeQuery(ranges, -1)
+	q.Layout = layout
 	if empty {
 		return gms.RowsToRowIter(), nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/plan"
 )
 
@@ -104,14 +105,24 @@ func (t *table) GetIndexes(*gms.Context) ([]gms.Index, error) {
 	// One index per dimension, then one over all of them (schema order):
 	// the planner keeps the first index that serves a WHERE term unless a
 	// later one serves more, and a composite index whose leading column is
-	// unconstrained would win a tie but serve nothing.
+	// unconstrained would win a tie but serve nothing. The engine takes a
+	// lookup's rows to come in index order (it drops an ORDER BY on the
+	// index's columns), so only the indexes a layout can serve are
+	// offered: the leading dimension (row-major) and the trailing one
+	// (col-major).
 	var out []gms.Index
 	if len(dims) > 1 {
+		last := len(t.arr.Schema.Dimensions) - 1
 		for _, d := range dims {
+			if d != 0 && d != last {
+				continue
+			}
 			out = append(out, &dimIndex{t: t, id: "dimension_" + t.arr.Schema.Dimensions[d].Name, dims: []int{d}})
 		}
 	}
-	out = append(out, &dimIndex{t: t, id: "dimensions", dims: dims})
+	if dims[0] == 0 {
+		out = append(out, &dimIndex{t: t, id: "dimensions", dims: dims})
+	}
 	return out, nil
 }
 
@@ -149,8 +160,14 @@ func (t *table) lookupPartitions(lookup gms.IndexLookup) ([]gms.Partition, error
 	if !ok {
 		return nil, fmt.Errorf("index lookup ranges of type %T", lookup.Ranges)
 	}
-	groups := map[string]*partition{}
-	var order []string
+	// Rows must come in index order: row-major for an index led by the
+	// first dimension, col-major for one on the last.
+	layout := query.LayoutRowMajor
+	if x.dims[0] != 0 {
+		layout = query.LayoutColMajor
+	}
+	var parts []gms.Partition
+	lastKey := ""
 	first := x.dims[0]
 	for _, r := range rc {
 		box := dimRanges{}
@@ -181,30 +198,26 @@ func (t *table) lookupPartitions(lookup gms.IndexLookup) ([]gms.Partition, error
 		}
 		sort.Strings(keyParts)
 		key := strings.Join(keyParts, ";")
-		if g, ok := groups[key]; ok {
+		// Consecutive boxes (in the lookup's ascending order) that differ
+		// only in the first dimension share a scan; merging others would
+		// break the order.
+		if n := len(parts); n > 0 && key == lastKey {
+			g := parts[n-1].(partition)
 			_, had := g.ranges[first]
 			_, has := box[first]
 			if had && has {
 				g.ranges[first] = append(g.ranges[first], box[first]...)
+				parts[n-1] = g
 				continue
 			}
-			if !had {
-				continue // the group already spans the whole first dimension
-			}
-			delete(g.ranges, first) // this box spans it
-			continue
 		}
-		groups[key] = &partition{ranges: box}
-		order = append(order, key)
+		parts = append(parts, partition{ranges: box, layout: layout})
+		lastKey = key
 	}
-	if len(order) == 0 {
+	if len(parts) == 0 {
 		return []gms.Partition{partition{none: true}}, nil
 	}
-	out := make([]gms.Partition, len(order))
-	for i, k := range order {
-		out[i] = *groups[k]
-	}
-	return out, nil
+	return parts, nil
 }
 
 // cutRange is the dimension range of one column of an index range: ok

@@ -213,7 +213,7 @@ func TestStatementErrors(t *testing.T) {
 func TestExplain(t *testing.T) {
 	c, _ := serveSQL(t)
 	cases := []struct{ q, want string }{
-		{`EXPLAIN SELECT v FROM dense WHERE x = 3 LIMIT 2`, `whole statement is one native scan|scan {"array":"dense","columns":["v"],"subarray":{"x":[[3,3]]},"limit":2}`},
+		{`EXPLAIN SELECT v FROM dense WHERE x = 3 LIMIT 2`, `whole statement is one native scan|scan {"array":"dense","columns":["v"],"subarray":{"x":[[3,3]]},"layout":"row-major","limit":2}`},
 		{`EXPLAIN SELECT x, sum(v) FROM dense WHERE y BETWEEN 1 AND 2 AND v > 3 GROUP BY x`, `"subarray":{"y":[[1,2]]}`},
 		{`EXPLAIN SELECT x FROM dense WHERE y > 7`, `"subarray":{"y":[[8,9]]}`},
 		{`EXPLAIN SELECT x FROM dense WHERE x = 1 OR x = 5`, `"subarray":{"x":[[1,1],[5,5]]}`},

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 	gms "github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/sirupsen/logrus"
 
@@ -271,7 +273,7 @@ func scanOnly(sctx *gms.Context, n gms.Node) (*query.Query, []string, bool) {
 	if ta, ok := n.(*plan.TableAlias); ok {
 		n = ta.Child
 	}
-	t, ranges, ok := scanOf(sctx, n)
+	t, ranges, layout, ok := scanOf(sctx, n)
 	if !ok {
 		return nil, nil, false
 	}
@@ -327,35 +329,36 @@ func scanOnly(sctx *gms.Context, n gms.Node) (*query.Query, []string, bool) {
 		return nil, nil, false // the engine answers "no rows" itself
 	}
 	q.Columns = cols
+	q.Layout = layout
 	return q, names, true
 }
 
 // scanOf recognizes a node that is one scan of one of our tables: a
 // whole table, or a static index lookup whose boxes make one subarray.
-func scanOf(sctx *gms.Context, n gms.Node) (*table, dimRanges, bool) {
+func scanOf(sctx *gms.Context, n gms.Node) (*table, dimRanges, query.Layout, bool) {
 	switch x := n.(type) {
 	case *plan.ResolvedTable:
 		t, ok := gms.GetUnderlyingTable(x.Table).(*table)
-		return t, nil, ok
+		return t, nil, query.LayoutDefault, ok
 	case *plan.IndexedTableAccess:
 		t, ok := gms.GetUnderlyingTable(x.UnderlyingTable()).(*table)
 		if !ok || !x.IsStatic() {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 		lookup, err := x.GetLookup(sctx, nil)
 		if err != nil {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 		parts, err := t.lookupPartitions(lookup)
 		if err != nil || len(parts) != 1 || parts[0].(partition).none {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 		if pt, ok := gms.GetUnderlyingTable(x.Table).(*table); ok {
 			t = pt // projected
 		}
-		return t, parts[0].(partition).ranges, true
+		return t, parts[0].(partition).ranges, parts[0].(partition).layout, true
 	}
-	return nil, nil, false
+	return nil, nil, "", false
 }
 
 func renamed(sc *arrow.Schema, names []string) *arrow.Schema {
@@ -388,8 +391,8 @@ func explainLines(c *compiled) []string {
 	var out []string
 	var walk func(n gms.Node)
 	walk = func(n gms.Node) {
-		if t, ranges, ok := scanOf(c.sctx, n); ok {
-			out = append(out, "pushed down: "+t.describe(ranges))
+		if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
+			out = append(out, "pushed down: "+t.describe(ranges, layout))
 		} else if ita, ok := n.(*plan.IndexedTableAccess); ok {
 			if t, ok := gms.GetUnderlyingTable(ita.UnderlyingTable()).(*table); ok {
 				if lookup, err := ita.GetLookup(c.sctx, nil); err == nil && ita.IsStatic() {
@@ -399,10 +402,10 @@ func explainLines(c *compiled) []string {
 							out = append(out, "pushed down: no cell of "+strconv.Quote(t.path)+" can match")
 							continue
 						}
-						out = append(out, "pushed down: "+t.describe(p.(partition).ranges))
+						out = append(out, "pushed down: "+t.describe(p.(partition).ranges, p.(partition).layout))
 					}
 				} else {
-					out = append(out, "pushed down: "+t.describe(nil)+", looked up per row of the join by dimension ranges")
+					out = append(out, "pushed down: "+t.describe(nil, "")+", looked up per row of the join by dimension ranges")
 				}
 			}
 		}
@@ -522,6 +525,17 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	go func() {
 		defer close(ch)
 		defer release()
+		// A panic here would not reach the gRPC handler's recovery: it
+		// fails this statement, not the daemon.
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", h.SQL).Msg("SQL statement panicked; the call fails, the daemon keeps serving")
+				select {
+				case ch <- aflight.StreamChunk{Err: flight.Status(fmt.Errorf("internal error running the statement (a bug, logged by the server): %v", p))}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		for i, ps := range rows {
 			c := first
 			if i > 0 {
@@ -623,14 +637,84 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 			return res, flight.Status(err)
 		}
 	}
+	types := s.paramTypes(ctx, h.SQL)
 	fields := make([]arrow.Field, n)
 	for i := range fields {
-		fields[i] = arrow.Field{Name: "parameter_" + strconv.Itoa(i+1), Type: arrow.Null, Nullable: true}
+		t, ok := types["v"+strconv.Itoa(i+1)]
+		if !ok {
+			t = arrow.BinaryTypes.String
+		}
+		fields[i] = arrow.Field{Name: "parameter_" + strconv.Itoa(i+1), Type: t, Nullable: true}
 	}
 	res.ParameterSchema = arrow.NewSchema(fields, nil)
 	f := false
 	res.IsUpdate = &f
 	return res, nil
+}
+
+// paramTypes guesses each placeholder's type from what it is compared
+// with (x > ? takes x's type), so that JDBC clients, which bind values
+// by the parameter schema, know what to send; a placeholder compared
+// with nothing typed is a string (the engine converts it as needed).
+func (s *Server) paramTypes(ctx context.Context, text string) map[string]arrow.DataType {
+	out := map[string]arrow.DataType{}
+	sctx, err := s.newContext(ctx)
+	if err != nil {
+		return out
+	}
+	node, err := s.engine.PrepareQuery(sctx, text)
+	if err != nil {
+		return out
+	}
+	type binary interface {
+		Left() gms.Expression
+		Right() gms.Expression
+	}
+	note := func(bv, other gms.Expression) {
+		b, ok := bv.(*expression.BindVar)
+		if !ok || other == nil {
+			return
+		}
+		if _, isBind := other.(*expression.BindVar); isBind {
+			return
+		}
+		if _, seen := out[b.Name]; !seen && other.Resolved() {
+			out[b.Name] = paramArrowType(other.Type())
+		}
+	}
+	transform.InspectExpressions(node, func(e gms.Expression) bool {
+		switch x := e.(type) {
+		case *expression.Between:
+			note(x.Lower, x.Val)
+			note(x.Upper, x.Val)
+		case binary:
+			note(x.Left(), x.Right())
+			note(x.Right(), x.Left())
+			if tup, ok := x.Right().(expression.Tuple); ok {
+				for _, el := range tup {
+					note(el, x.Left())
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// paramArrowType is the type a client should bind for a value compared
+// with an engine type: integers as int64, floats as float64, the rest as
+// strings.
+func paramArrowType(t gms.Type) arrow.DataType {
+	at := arrowType(t)
+	switch {
+	case arrow.IsInteger(at.ID()):
+		return arrow.PrimitiveTypes.Int64
+	case arrow.IsFloating(at.ID()), at.ID() == arrow.DECIMAL128:
+		return arrow.PrimitiveTypes.Float64
+	case at.ID() == arrow.BOOL:
+		return arrow.FixedWidthTypes.Boolean
+	}
+	return arrow.BinaryTypes.String
 }
 
 // countParams counts the ? placeholders outside quotes.

@@ -67,6 +67,10 @@ def _values(rng, kind, n):
 
 tdr.tiledb_attr, tdr.attr_values = _attr, _values
 
+# What TileDB-Py raises for a condition it refuses: its own errors, and
+# numpy's for constants that do not fit the field's type.
+REFUSALS = (tiledb.TileDBError, OverflowError, ValueError, TypeError)
+
 # Attribute kinds a condition may read (complex and var-sized numeric
 # attributes cannot be compared in TileDB).
 COND_ATTRS = {"a0", "f64", "n16", "s", "sn", "u8", "fn", "dt"}
@@ -269,16 +273,19 @@ def run_filter(client, uri, name, spec, times, rng, tree):
         else:
             sel = [slice(None)] * len(dims)
             order = "U"
+            # Every layout's merge path drops failing cells (compared as
+            # multisets; orders are test_diff_reader's business).
+            q["layout"] = rng.choice(["unordered", "global", "row-major", "col-major"])
         try:
             ref = tiledb_rows(A, spec, order, sel, cond=theirs(tree))
-        except tiledb.TileDBError:
+        except REFUSALS:
             try:
                 ref = tiledb_rows(A, spec, order, sel, cond=theirs(tree, spell=True))
-            except tiledb.TileDBError as e:
+            except REFUSALS as e:
                 ref = e
     try:
         got_t = client.do_get(fl.Ticket(json.dumps(q).encode())).read_all()
-    except fl.FlightError as e:
+    except (fl.FlightError, pa.ArrowException) as e:
         if isinstance(ref, Exception):
             assert grpc_code(e) == "INVALID_ARGUMENT", f"{q}: TileDB refused ({ref}); we said {grpc_code(e)}: {e}"
             return "refused"
@@ -394,13 +401,18 @@ def same_value(ours, theirs):
     return int(ours) == int(theirs)
 
 
-def fragment_boxes(uri, ts):
-    """The non-empty domains of the fragments visible at ts (dense: each is
-    written whole)."""
+def fragment_boxes(uri, times, ts):
+    """The non-empty domains of the writes visible at ts, each opened alone
+    (a dense write fills its box whole), as integers."""
     out = []
-    for f in tiledb.array_fragments(uri):
-        if ts is None or f.timestamp_range[1] <= ts:
-            out.append(f.nonempty_domain)
+    for t in times:
+        if ts is not None and t > ts:
+            continue
+        with tiledb.open(uri, timestamp=(t, t)) as A:
+            ned = A.nonempty_domain()
+        if ned is None:
+            continue
+        out.append([tuple(int(np.asarray(b).astype(np.int64)) for b in r) for r in ned])
     return out
 
 
@@ -422,13 +434,12 @@ def run_aggregate(client, uri, name, spec, times, rng):
     if spec["dense"]:
         # A subarray that fragments wrote whole: over unwritten cells
         # TileDB's dense aggregates are not self-consistent (docs/protocol.md).
-        boxes = fragment_boxes(uri, ts)
+        boxes = fragment_boxes(uri, times, ts)
         if not boxes:
             return "empty"
         box = rng.choice(boxes)
         rs = []
         for (lo, hi) in box:
-            lo, hi = int(np.int64(lo)), int(np.int64(hi))
             a = rng.randint(lo, hi)
             b = rng.randint(a, hi)
             rs.append((a, b))
@@ -449,7 +460,7 @@ def run_aggregate(client, uri, name, spec, times, rng):
                 try:
                     r = A.query(cond=attempt, attrs=[attr]).agg({attr: ops}).multi_index[sel]
                     break
-                except tiledb.TileDBError as e:
+                except REFUSALS as e:
                     r = e
             if isinstance(r, Exception):
                 refs = r
@@ -459,11 +470,16 @@ def run_aggregate(client, uri, name, spec, times, rng):
             refs.update({f"{op}({attr})": r[op] for op in ops})
     try:
         got = client.do_get(fl.Ticket(json.dumps(q).encode())).read_all()
-    except fl.FlightError as e:
+    except (fl.FlightError, pa.ArrowException) as e:
         if isinstance(refs, Exception):
             assert grpc_code(e) == "INVALID_ARGUMENT", f"{q}: TileDB refused ({refs}); we said {grpc_code(e)}: {e}"
             return "refused"
         raise AssertionError(f"{q}: {grpc_code(e)}: {e}")
+    if isinstance(refs, Exception) and "tile min metadata that's not present" in str(refs):
+        # TileDB 2.30 fails null_count (and other aggregates) over a
+        # nullable UTF-8 attribute whose tiles it keeps no minimum for;
+        # ours answers (docs/protocol.md).
+        return "tiledb-failed"
     assert not isinstance(refs, Exception), f"{q}: TileDB refused it ({refs}), we answered"
     assert got.num_rows == 1, q
     row = {c: got.column(c).to_pylist()[0] for c in got.column_names}
@@ -480,14 +496,20 @@ def run_aggregate(client, uri, name, spec, times, rng):
                 try:
                     refs["count(*)"] = A.query(cond=attempt, attrs=[any_attr]).agg({any_attr: ["count"]}).multi_index[sel]
                     break
-                except tiledb.TileDBError:
+                except REFUSALS:
                     continue
     for col, ref in refs.items():
         if isinstance(ref, dict):
             ref = ref["count"]
-        if col in ("min(fn)", "max(fn)") and isinstance(ref, float) and math.isnan(ref):
+        if col in ("min(fn)", "max(fn)"):
             # TileDB's float min/max over NaN cells depends on the order it
-            # visits them (a NaN met first sticks); ours skips NaN.
+            # visits them: a NaN met first sticks, in a tile's partial result
+            # too, which then loses to any number (docs/protocol.md); ours
+            # skips NaN. Checked on f64, which holds no NaN.
+            continue
+        if col in ("min(f64)", "max(f64)") and isinstance(ref, float) and math.isnan(ref):
+            # The same in dense arrays: TileDB's tile statistics of a float
+            # tile a fragment wrote in part count the fill value NaN.
             continue
         assert same_value(row[col], ref), f"{q}: {col}: ours {row[col]!r}, TileDB {ref!r}"
     return "ok"
@@ -510,3 +532,21 @@ def test_diff_aggregates(k, cond_arrays, cond_daemon):
                 break
     client.close()
     assert not failures, f"seed {SEED} array {name} {json.dumps(spec)}:\n" + "\n".join(failures[:5])
+
+
+def test_aggregate_flight_info(cond_arrays, cond_daemon):
+    """GetFlightInfo of an aggregate query: one endpoint, one record, the
+    schema DoGet streams; GetSchema the same."""
+    client = cond_daemon.d.client()
+    name, uri, spec, times, rng = cond_arrays[0]
+    q = {"array": name, "aggregates": {"a0": ["sum", "max"], "*": ["count"]}, "filter": "a0 > 0"}
+    info = client.get_flight_info(fl.FlightDescriptor.for_command(json.dumps(q)))
+    assert len(info.endpoints) == 1 and info.total_records == 1
+    got = client.do_get(info.endpoints[0].ticket).read_all()
+    assert got.schema.equals(info.schema) and got.num_rows == 1
+    assert got.column_names == ["sum(a0)", "max(a0)", "count(*)"]
+    assert client.get_schema(fl.FlightDescriptor.for_command(json.dumps(q))).schema.equals(info.schema)
+    with pytest.raises((fl.FlightError, pa.ArrowException)) as e:
+        client.do_get(fl.Ticket(json.dumps({"array": name, "filter": "a0 >"}).encode())).read_all()
+    assert grpc_code(e.value) == "INVALID_ARGUMENT" and "position 4 (at the end)" in str(e.value)
+    client.close()

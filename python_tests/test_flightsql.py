@@ -452,3 +452,113 @@ def test_json_protocol_still_served(env):
     c = daemon.client()
     t = c.do_get(fl.Ticket(_json.dumps({"array": "sqlt/lookup"}).encode())).read_all()
     assert t.num_rows == 50
+
+
+# ---- the Flight SQL JDBC driver (Java) and Spark's JDBC source ----
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JDBC_DIR = os.path.join(HERE, "jdbc")
+JDBC_JAR = os.path.join(JDBC_DIR, "target", "jdbccheck.jar")
+JDBC_DRIVER = os.path.join(JDBC_DIR, "target", "dependency", "flight-sql-jdbc-driver-18.3.0.jar")
+JAVA_OPTS = ["--add-opens=java.base/java.nio=ALL-UNNAMED"]
+
+
+@pytest.fixture(scope="module")
+def jdbc_jars():
+    """The JdbcCheck program and the driver (`make jdbc` builds them; built
+    here with Maven when missing, fetching the driver from Maven Central)."""
+    if not (os.path.exists(JDBC_JAR) and os.path.exists(JDBC_DRIVER)):
+        subprocess.run(["mvn", "-q", "-B", "package"], cwd=JDBC_DIR, check=True, timeout=900)
+    return JDBC_JAR, JDBC_DRIVER
+
+
+def _jdbc_url(daemon):
+    return "jdbc:arrow-flight-sql://%s?useEncryption=false" % daemon.url.replace("grpc://", "")
+
+
+def test_jdbc_driver(env, jdbc_jars):
+    conn, duck, daemon = env
+    queries = [
+        "SELECT count(*) FROM sqlt.dense2d WHERE x < 5",
+        "SELECT x, y, b FROM sqlt.dense2d WHERE x = 3 ORDER BY y LIMIT 3",
+        "SELECT k, s, n FROM sqlt.pts WHERE k < 20 ORDER BY k",
+        "SELECT s, count(*) FROM sqlt.pts GROUP BY s ORDER BY s LIMIT 4",
+        'SELECT "x", "a" FROM "sqlt"."dense2d" WHERE "y" = 7 ORDER BY "x" LIMIT 2',
+        "PREPARED:SELECT k, s FROM sqlt.pts WHERE k < ? ORDER BY k|10",
+        "SELEC 1",
+    ]
+    out = subprocess.run(["java", *JAVA_OPTS, "-cp", os.pathsep.join(jdbc_jars), "JdbcCheck", _jdbc_url(daemon),
+                          SCHEMA, "dense2d", *queries], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+    assert facts["product"] == "tileflight" and facts["quote"] == '"'
+    assert facts["catalogs"] == "tileflight"
+    assert set(facts["schemas"].split(",")) >= {"main", SCHEMA}
+    assert set(facts["table_types"].split(",")) == {"ARRAY", "B2ND"}
+    assert {"dense2d", "pts", "lookup"} <= set(facts["tables"].split(","))
+    assert facts["columns"] == "x:INTEGER,y:INTEGER,a:DOUBLE,b:INTEGER,c:FLOAT"
+    assert facts["primary_keys"] == "x,y"
+
+    def duck_rows(sql, params=None):
+        rows = duck.execute(sql.replace("?", "$1") if params else sql, params or []).fetchall()
+        return ";".join("|".join("NULL" if v is None else str(v) for v in r) for r in rows)
+
+    assert facts["query0"] == duck_rows(queries[0])
+    assert facts["query1"] == duck_rows(queries[1])
+    assert facts["query2"] == duck_rows(queries[2])
+    assert facts["query3"] == duck_rows(queries[3])
+    assert facts["query4"].split(";")[0].split("|")[0] == "0" and len(facts["query4"].split(";")) == 2
+    assert facts["query5"] == duck_rows("SELECT k, s FROM sqlt.pts WHERE k < 10 ORDER BY k")
+    assert facts["query6"].startswith("ERROR") and "position" in facts["query6"], facts["query6"]
+
+
+def test_spark_jdbc_source(env, jdbc_jars):
+    """Spark reads an array through spark.read.jdbc with the Flight SQL
+    driver (local mode, one task); Spark's pushed WHERE lands as SQL."""
+    pyspark = pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+    conn, duck, daemon = env
+    if not shutil.which("java"):
+        pytest.fail("Java is needed for Spark")
+    spark = (SparkSession.builder.master("local[1]").appName("tileflight-jdbc")
+             .config("spark.jars", jdbc_jars[1])
+             .config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1")
+             .getOrCreate())
+    try:
+        props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
+        df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
+        assert df.columns == ["k", "t", "s", "n", "val"]
+        # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
+        got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
+        want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
+        assert got == want and len(want) > 10
+    finally:
+        spark.stop()
+
+
+def test_tokens(env, flightd_bin):  # noqa: F811
+    """Flight SQL calls pass the service's token check: no token is
+    Unauthenticated, a read-only token reads but may not ingest."""
+    from flightd_fixture import running
+    _, _, daemon = env
+    with running(flightd_bin, daemon.data, env={"TILEFLIGHT_TOKENS": "rtok ro, wtok rw"}) as d:
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            with adbc_flightsql.connect(d.url) as c:
+                run_ours(c, "SELECT count(*) FROM sqlt.lookup")
+        assert "UNAUTHENTICATED" in str(e.value) or "Unauthenticated" in str(e.value), e.value
+        hdr = "adbc.flight.sql.authorization_header"
+        with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer rtok"}) as c:
+            assert run_ours(c, "SELECT count(*) FROM sqlt.lookup").column(0).to_pylist() == [50]
+            cur = c.cursor()
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                cur.adbc_ingest("ing_sparse", pa.table({"k": [77], "s": ["x"], "v": [1.0]}), mode="append",
+                                db_schema_name=SCHEMA)
+            cur.close()
+            assert "read-only" in str(e.value), e.value
+        with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer wtok"}) as c:
+            assert run_ours(c, "SELECT count(*) FROM sqlt.pts").column(0).to_pylist() == [200]

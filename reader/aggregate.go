@@ -2,21 +2,26 @@ package reader
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/plan"
+	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
 
@@ -419,11 +424,33 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 		if err != nil {
 			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 		}
-		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt)
+		var mu sync.Mutex
+		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt, func(f *array.Fragment, t, cells uint64) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return statsTile(aggs, f, t, cells)
+		})
 		if err != nil {
 			return nil, err
 		}
 		src.close = d.Close
+		addChunk := func(c *chunk) error {
+			for _, a := range aggs {
+				var data []byte
+				var valid func(int) bool
+				if a.spec.Field != "*" {
+					col := &c.cols[idx(a.spec.Field)]
+					data = col.data
+					if v := col.validity; v != nil {
+						valid = func(i int) bool { return v[i] != 0 }
+					}
+				}
+				if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
+					return fmt.Errorf("array %s: %w", p.Array.Dir, err)
+				}
+			}
+			return nil
+		}
 		src.run = func(ctx context.Context) error {
 			for {
 				c, err := d.nextChunk(ctx)
@@ -433,24 +460,20 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 				if err != nil {
 					return err
 				}
-				for _, a := range aggs {
-					var data []byte
-					var valid func(int) bool
-					if a.spec.Field != "*" {
-						col := &c.cols[idx(a.spec.Field)]
-						data = col.data
-						if v := col.validity; v != nil {
-							valid = func(i int) bool { return v[i] != 0 }
-						}
-					}
-					if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
-						return fmt.Errorf("array %s: %w", p.Array.Dir, err)
-					}
+				if c.answered {
+					continue
+				}
+				mu.Lock() // workers may be adding tile statistics meanwhile
+				err = addChunk(c)
+				mu.Unlock()
+				if err != nil {
+					return err
 				}
 			}
 		}
 	} else {
-		sp, err := openSparse(ctx, &inner, loader, ifields)
+		sp, err := sparse.NewReader(ctx, sparse.Input{Plan: &inner, Loader: loader, Fields: ifields,
+			Stats: func(f *array.Fragment, t, cells uint64) (bool, error) { return statsTile(aggs, f, t, cells) }})
 		if err != nil {
 			return nil, err
 		}
@@ -491,6 +514,156 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 		}
 	}
 	return &Reader{plan: p, schema: src.schema, src: src}, nil
+}
+
+// statsTile answers every aggregate for tile t of fragment f from the
+// fragment metadata's tile statistics, or none (false) when one of them
+// lacks what it needs.
+func statsTile(aggs []*aggState, f *array.Fragment, t, cells uint64) (bool, error) {
+	apply := make([]func(), 0, len(aggs))
+	for _, a := range aggs {
+		fn, ok, err := a.fromStats(f, t, cells)
+		if err != nil || !ok {
+			return false, err
+		}
+		apply = append(apply, fn)
+	}
+	for _, fn := range apply {
+		fn()
+	}
+	statTiles.Add(1)
+	return true, nil
+}
+
+// statTiles counts the tiles answered from statistics (tests).
+var statTiles atomic.Int64
+
+func (a *aggState) fromStats(f *array.Fragment, t, cells uint64) (func(), bool, error) {
+	if a.spec.Field == "*" || a.spec.Op == "count" {
+		return func() { a.cells += cells }, true, nil
+	}
+	var mi int
+	if d := f.Schema.DimensionIndex(a.spec.Field); d >= 0 {
+		mi = f.Layout.DimIndex(d)
+	} else if i := f.Schema.AttributeIndex(a.spec.Field); i >= 0 {
+		mi = f.Layout.AttrIndex(i)
+	} else {
+		return nil, false, nil // written before the attribute existed
+	}
+	lo, ok1, err := f.Meta.TileMin(mi, t)
+	if err != nil || !ok1 {
+		return nil, false, err
+	}
+	hi, ok2, err := f.Meta.TileMax(mi, t)
+	if err != nil || !ok2 {
+		return nil, false, err
+	}
+	nulls := uint64(0)
+	if a.field.Nullable {
+		nc, ok, err := f.Meta.TileNullCount(mi, t)
+		if err != nil || !ok || nc > cells {
+			return nil, false, err
+		}
+		nulls = nc
+	}
+	values := cells - nulls
+	switch a.spec.Op {
+	case "null_count":
+		return func() { a.nulls += nulls }, true, nil
+	case "sum", "mean":
+		raw, ok, err := f.Meta.TileSum(mi, t)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		switch {
+		case a.typ.IsFloat():
+			return func() { a.fsum += math.Float64frombits(raw); a.values += values }, true, nil
+		case a.typ.IsSigned():
+			return func() {
+				v := int64(raw)
+				s := a.isum + v
+				if (v > 0 && s < a.isum) || (v < 0 && s > a.isum) {
+					a.overflow = true
+				}
+				a.isum = s
+				a.values += values
+			}, true, nil
+		}
+		return func() {
+			s := a.usum + raw
+			if s < a.usum {
+				a.overflow = true
+			}
+			a.usum = s
+			a.values += values
+		}, true, nil
+	}
+	// min, max
+	if values == 0 {
+		return func() {}, true, nil
+	}
+	if a.typ.IsFloat() {
+		return nil, false, nil // NaN cells derail TileDB's float bounds (see eval.MayMatch)
+	}
+	v := lo
+	if a.spec.Op == "max" {
+		v = hi
+	}
+	if len(v) != a.size {
+		return nil, false, nil
+	}
+	return func() {
+		if a.values == 0 || better(a.typ, v, a.mm, a.spec.Op == "min") {
+			a.mm = append(a.mm[:0], v...)
+		}
+		a.values += values
+	}, true, nil
+}
+
+// rawFloat reads a float value (isNaN reports NaN); other types: 0, false.
+func rawFloat(t datatype.Datatype, v []byte) (float64, bool) {
+	switch t {
+	case datatype.Float32:
+		f := float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
+		return f, f != f
+	case datatype.Float64:
+		f := math.Float64frombits(binary.LittleEndian.Uint64(v))
+		return f, f != f
+	}
+	return 0, false
+}
+
+// better reports whether v should replace cur as the min (or max); a NaN
+// cur is always replaced.
+func better(t datatype.Datatype, v, cur []byte, isMin bool) bool {
+	var c int
+	switch {
+	case t.IsFloat():
+		x, _ := rawFloat(t, v)
+		y, nan := rawFloat(t, cur)
+		if nan {
+			return true
+		}
+		c = cmpInt(x, y)
+	case t.IsSigned():
+		c = cmpInt(schema.AsInt64(t, v), schema.AsInt64(t, cur))
+	default:
+		c = cmpInt(schema.AsUint64(t, v), schema.AsUint64(t, cur))
+	}
+	if isMin {
+		return c < 0
+	}
+	return c > 0
+}
+
+func cmpInt[T int64 | uint64 | float64](x, y T) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
 
 func contains(l []string, s string) bool {

@@ -113,6 +113,10 @@ func b2ndField(a *array.Array, c string) (arrow.Field, error) {
 	return arrow.Field{}, errkind.Errorf(errkind.InvalidArgument, "array %s has no column %q (columns: %s)", a.Dir, c, strings.Join(allColumns(a), ", "))
 }
 
+// b2ndGroupBytes caps the decoded bytes of one group of block-rows (a
+// variable for the benchmark that compares group sizes).
+var b2ndGroupBytes int64 = 64 << 20
+
 // interval is an inclusive range of coordinates of one dimension.
 type interval struct{ lo, hi int64 }
 
@@ -140,8 +144,10 @@ type b2ndSource struct {
 	// blocks decoded for the current group, by chunk and block number.
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
-	// itemsOnly: a plain dtype with one column: runs copy whole items.
-	nd int
+	nd     int
+	// bufs recycles block buffers and decoding scratch (BlockNBytes and
+	// 2*BlockNBytes bytes): a read decodes many blocks of one size.
+	bufs, scratch sync.Pool
 }
 
 type blockKey struct {
@@ -158,6 +164,9 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource,
 	a := p.Array.B2ND
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
+	}
+	if p.Query != nil && (p.Query.Filter != "" || p.Query.Aggregates != nil) {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", p.Array.Dir)
 	}
 	sch, err := B2NDSchema(p.Array, p.Columns)
 	if err != nil {
@@ -463,13 +472,15 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
-			buf := make([]byte, s.a.BlockNBytes())
+			buf := s.getBuf(&s.bufs, s.a.BlockNBytes())
+			tmp := s.getBuf(&s.scratch, 2*s.a.BlockNBytes())
+			defer s.scratch.Put(&tmp)
 			if j.key.block >= oc.c.NBlocks() {
 				return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, oc.c.NBlocks()))
 			}
 			if j.key.block == 0 && oc.block0 != nil {
 				copy(buf, oc.block0)
-			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, nil); err != nil {
+			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, tmp); err != nil {
 				return s.a.ChunkErr(j.key.chunk, err)
 			}
 			bufs[i] = buf
@@ -485,12 +496,29 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	return nil
 }
 
+func (s *b2ndSource) getBuf(p *sync.Pool, n int) []byte {
+	if b, ok := p.Get().(*[]byte); ok && len(*b) == n {
+		return *b
+	}
+	return make([]byte, n)
+}
+
+// releaseBlocks returns the decoded blocks to the pool.
+func (s *b2ndSource) releaseBlocks() {
+	for _, b := range s.blocks {
+		if b != nil {
+			s.bufs.Put(&b)
+		}
+	}
+	s.blocks = map[blockKey][]byte{}
+}
+
 func (s *b2ndSource) dropChunks() {
 	for _, oc := range s.chunks {
 		oc.c.Close()
 	}
 	s.chunks = map[int64]*openChunk{}
-	s.blocks = map[blockKey][]byte{}
+	s.releaseBlocks()
 }
 
 // locate returns the block buffer and in-block item offset of coordinates c.
@@ -523,36 +551,59 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 		per[d] = s.touched(d, s.ranges[d])
 	}
 	s.dropChunks()
+	// A group is up to k consecutive block-rows of the outer dimension
+	// inside one chunk: its blocks are decoded in parallel, then emitted.
+	// k keeps a group's decoded blocks within a quarter of the memory
+	// budget (at most 64 MiB), so that several blocks decode at once even
+	// when a block-row is a single block.
+	rowBlocks := int64(1)
+	for d := range per {
+		if d != outer {
+			rowBlocks *= int64(len(per[d]))
+		}
+	}
+	budget := min(s.opt.MemoryBudget/4, b2ndGroupBytes)
+	k := max(int64(1), budget/max(rowBlocks*int64(s.a.BlockNBytes()), 1))
+	cs, bs := s.a.ChunkShape[outer], s.a.BlockShape[outer]
 	lastOuterChunk := int64(-1)
 	c := make([]int64, s.nd)
 	for _, iv := range s.ranges[outer] {
-		err := s.split(outer, iv, func(lo, hi int64) error {
-			if ch := lo / s.a.ChunkShape[outer]; ch != lastOuterChunk {
+		for lo := iv.lo; lo <= iv.hi; {
+			ch := lo / cs
+			b0 := (lo % cs) / bs
+			hi := min(iv.hi, ch*cs+min((b0+k)*bs, cs)-1)
+			if ch != lastOuterChunk {
 				s.dropChunks()
 				lastOuterChunk = ch
 			} else {
-				s.blocks = map[blockKey][]byte{}
+				s.releaseBlocks()
 			}
 			grp := append([][][2]int64(nil), per...)
-			grp[outer] = [][2]int64{{lo / s.a.ChunkShape[outer], (lo % s.a.ChunkShape[outer]) / s.a.BlockShape[outer]}}
+			grp[outer] = nil
+			for b := b0; b <= (hi%cs)/bs; b++ {
+				grp[outer] = append(grp[outer], [2]int64{ch, b})
+			}
 			if err := s.load(ctx, grp); err != nil {
 				return err
 			}
 			if s.nd == 1 {
-				c[0] = lo
-				buf, off := s.locate(c)
-				return s.emitRun(ctx, buf, off, 1, hi-lo+1, c, 0)
-			}
-			for x := lo; x <= hi; x++ {
-				c[outer] = x
-				if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+				err := s.split(0, interval{lo, hi}, func(a, b int64) error {
+					c[0] = a
+					buf, off := s.locate(c)
+					return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
+				})
+				if err != nil {
 					return err
 				}
+			} else {
+				for x := lo; x <= hi; x++ {
+					c[outer] = x
+					if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+						return err
+					}
+				}
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			lo = hi + 1
 		}
 	}
 	return nil

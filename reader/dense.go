@@ -165,8 +165,11 @@ type chunk struct {
 	// (aggregates) the cells some fragment wrote; nil: all.
 	pass    []bool
 	written []bool
-	err     error
-	done    chan struct{}
+	// answered: the aggregates took the chunk from tile statistics; it
+	// has no columns.
+	answered bool
+	err      error
+	done     chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
 	// everything else waits for always completes.
@@ -211,18 +214,24 @@ type dense struct {
 	// chunk.pass instead of being overwritten, and unwritten cells in
 	// chunk.written.
 	agg bool
+	// stats, when set (aggregates without a filter), may answer a whole
+	// space tile that one fragment wrote from its tile statistics (see
+	// sparse.Input.Stats); the chunk is then marked answered.
+	stats func(f *array.Fragment, tile, cells uint64) (bool, error)
 }
 
 func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
-	return newDenseWith(ctx, p, fields, sch, loader, opt, false)
+	return newDenseWith(ctx, p, fields, sch, loader, opt, false, nil)
 }
 
 // newDenseAgg starts a dense read whose chunks feed aggregates.
-func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
-	return newDenseWith(ctx, p, fields, sch, loader, opt, true)
+func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options,
+	stats func(*array.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
+	return newDenseWith(ctx, p, fields, sch, loader, opt, true, stats)
 }
 
-func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool) (*dense, error) {
+func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool,
+	stats func(*array.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
 	s := p.Array.Schema
 	g, err := newGeom(s)
 	if err != nil {
@@ -231,7 +240,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 	if n, ok := plan.EstimateRows(&plan.Plan{Array: p.Array, Subarray: p.Subarray, Limit: -1, Empty: p.Empty}); !ok || n < 0 {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: the subarray has more than 2^63 cells", p.Array.Dir)
 	}
-	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg}
+	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg, stats: stats}
 	for i := range s.Attributes {
 		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
 	}

@@ -214,6 +214,19 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 	}
 	regs := d.regions(c)
 	if d.agg {
+		if d.stats != nil && d.prog == nil && c.full && len(regs) == 1 {
+			if list, fill := d.paintList(&regs[0]); !fill && len(list) == 1 {
+				fr := list[0]
+				took, err := d.stats(fr.f, fr.tileIndex(regs[0].tile), uint64(c.n))
+				if err != nil {
+					return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: fragment %s: %w", d.p.Array.Dir, fr.f.Name, err))
+				}
+				if took {
+					c.answered = true
+					return nil
+				}
+			}
+		}
 		d.markWritten(c, &l, regs)
 	}
 	if c.full && len(regs) == 1 && d.prog == nil {

@@ -112,3 +112,57 @@ func tileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, boo
 		return st, true, nil
 	}
 }
+
+// answerFromStats offers the tiles that need no reading to stats (see
+// Input.Stats) and drops those it takes.
+func (r *Reader) answerFromStats(stats func(*array.Fragment, uint64, uint64) (bool, error)) error {
+	for _, fs := range r.frags {
+		if len(fs.conds) > 0 || fs.hasTS || fs.hasDelMeta {
+			continue
+		}
+		kept := fs.jobs[:0]
+		for _, j := range fs.jobs {
+			if j.all && r.alone(fs, j.mbr) {
+				took, err := stats(fs.f, j.tile, j.cells)
+				if err != nil {
+					return dataLoss(fmt.Errorf("array %s: fragment %s: tile %d: %w", r.arr.Dir, fs.f.Name, j.tile, err))
+				}
+				if took {
+					continue
+				}
+			}
+			kept = append(kept, j)
+		}
+		fs.jobs = kept
+	}
+	return nil
+}
+
+// alone reports whether no other fragment meets the MBR, so that the
+// tile's cells neither hide nor are hidden by other versions (or the
+// array allows duplicates and nothing is hidden).
+func (r *Reader) alone(fs *fragState, mbr fragmeta.MBR) bool {
+	if r.arr.Schema.AllowsDups {
+		return true
+	}
+	for _, o := range r.frags {
+		if o == fs {
+			continue
+		}
+		ned := o.f.Meta.Footer().NonEmptyDomain
+		if len(ned) != len(r.dims) {
+			return false
+		}
+		meets := true
+		for d, di := range r.dims {
+			if !di.rangesMeet(mbr[d], ned[d]) {
+				meets = false
+				break
+			}
+		}
+		if meets {
+			return false
+		}
+	}
+	return true
+}

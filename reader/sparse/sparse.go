@@ -41,6 +41,12 @@ type Input struct {
 	Plan   *plan.Plan
 	Loader *tileio.Loader
 	Fields []arrowconv.Field
+	// Stats, when set, may answer a whole tile from its statistics in the
+	// fragment metadata (aggregates): it is offered every tile inside the
+	// subarray whose cells are all in the result as stored (no filter,
+	// no delete, no timestamps, no other fragment meeting it), and returns
+	// true when it took the tile, which is then never read.
+	Stats func(f *array.Fragment, tile, cells uint64) (bool, error)
 }
 
 // Reader streams the result of one sparse read. It is not safe for
@@ -183,6 +189,11 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 	}
 	if err := r.prune(); err != nil {
 		return nil, err
+	}
+	if in.Stats != nil && r.prog == nil {
+		if err := r.answerFromStats(in.Stats); err != nil {
+			return nil, err
+		}
 	}
 	active := 0
 	anyTS := false

@@ -219,25 +219,31 @@ class Client:
     # -- lifecycle (DESIGN.md section 5) -------------------------------------------
 
     def consolidate(self, name: str, mode: str = "fragments",
-                    timestamp: Optional[_query.Timestamp] = None) -> Any:
+                    timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
         """Consolidate the array as TileDB does (``mode``: fragments, commits,
-        fragment_meta, array_meta)."""
+        fragment_meta, array_meta); returns ``{"mode", "consolidated", "written"}``."""
         return self.action("consolidate", _query.build(name, mode=mode, timestamp=timestamp))
 
-    def vacuum(self, name: str, mode: str = "fragments") -> Any:
-        """Remove what consolidation made obsolete."""
+    def vacuum(self, name: str, mode: str = "fragments") -> Dict[str, Any]:
+        """Remove what consolidation made obsolete (and, for fragments,
+        uncommitted fragments older than the daemon's ``-vacuum-grace``);
+        returns ``{"mode", "removed", "uncommitted"}``."""
         return self.action("vacuum", _query.build(name, mode=mode))
 
-    def delete(self, name: str, filter: str) -> Any:
-        """Delete the cells matching ``filter`` (a TileDB QueryCondition)."""
-        return self.action("delete", _query.build(name, filter=filter))
+    def delete(self, name: str, filter: str, timestamp: Optional[int] = None) -> Any:
+        """Delete the cells matching ``filter`` (a TileDB QueryCondition) from
+        a sparse array, as TileDB's delete does: reads at or after
+        ``timestamp`` (default now) no longer see them."""
+        return self.action("delete", _query.build(name, filter=filter, timestamp=timestamp))
 
     def evolve_schema(self, name: str, add_attributes: Optional[Sequence[Mapping[str, Any]]] = None,
-                      drop_attributes: Optional[Sequence[str]] = None) -> Any:
-        """Add and/or drop attributes."""
-        return self.action("evolve_schema", _query.build(
+                      drop_attributes: Optional[Sequence[str]] = None,
+                      timestamp: Optional[int] = None) -> Dict[str, Any]:
+        """Add attributes (schema JSON attribute objects) and/or drop them by
+        name; returns the new schema."""
+        return dict(self.action("evolve_schema", _query.build(
             name, add_attributes=list(add_attributes) if add_attributes else None,
-            drop_attributes=list(drop_attributes) if drop_attributes else None))
+            drop_attributes=list(drop_attributes) if drop_attributes else None, timestamp=timestamp)))
 
     def commit_fragments(self, name: str, fragments: Sequence[str]) -> Any:
         """Make staged fragments (``write(..., stage=True)``) visible, all at once."""
