@@ -115,7 +115,8 @@ class FaultProxy:
 
     `rule(method, path, query)` returns None (pass through) or one of
     "503", "slowdown", "truncate" (send the headers and half the body, then
-    drop the connection) or ("stall", seconds). `seen` counts the faults
+    drop the connection), ("stall", seconds) (answer nothing, then drop)
+    or ("delay", seconds) (answer properly, that much later). `seen` counts the faults
     injected."""
 
     def __init__(self, target):
@@ -135,7 +136,10 @@ class FaultProxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 path, _, query = self.path.partition("?")
-                action = proxy.rule(self.command, path, query)
+                if proxy.rule.__code__.co_argcount == 4:  # a rule that looks at headers (Range)
+                    action = proxy.rule(self.command, path, query, self.headers)
+                else:
+                    action = proxy.rule(self.command, path, query)
                 if action is not None:
                     with proxy.lock:
                         proxy.seen += 1
@@ -149,6 +153,8 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(msg)
                     return
+                if isinstance(action, tuple) and action[0] == "delay":
+                    time.sleep(action[1])
                 if isinstance(action, tuple) and action[0] == "stall":
                     time.sleep(action[1])
                     self.close_connection = True
@@ -181,6 +187,9 @@ class FaultProxy:
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+
+            def handle_error(self, request, client_address):
+                pass  # a peer that hung up (a killed daemon) is expected here
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

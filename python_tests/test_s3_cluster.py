@@ -6,7 +6,9 @@ nothing."""
 
 import concurrent.futures as cf
 import json
+import re
 import signal
+import threading
 import time
 
 import numpy as np
@@ -16,9 +18,10 @@ import pytest
 import tiledb
 
 from flightd_fixture import Daemon, action, cmd, flightd_bin, put, read  # noqa: F401
-from s3_fixture import S3_ENV, free_port, moto, s3_flags, tiledb_ctx  # noqa: F401
+from s3_fixture import S3_ENV, FaultProxy, free_port, moto, s3_flags, tiledb_ctx  # noqa: F401
 
 N = 1_000_000
+TILE = 65_536  # 512 KiB of float64: read with one GET of its own
 
 
 def start_cluster(exe, moto, bucket, n=3):
@@ -32,6 +35,21 @@ def start_cluster(exe, moto, bucket, n=3):
     return nodes, urls
 
 
+def all_see_all(urls, timeout=20):
+    """Wait until every node spreads endpoints over every node."""
+    def ok():
+        for u in urls:
+            c = fl.connect(u)
+            try:
+                firsts = {uri_of(e.locations[0]) for e in c.get_flight_info(cmd(array="big", partitions=6)).endpoints}
+            finally:
+                c.close()
+            if firsts != set(urls):
+                return False
+        return True
+    return wait_for(ok, timeout)
+
+
 def wait_for(pred, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -41,23 +59,57 @@ def wait_for(pred, timeout=10):
     return False
 
 
+def restart(nodes, urls, k, exe, moto, bucket, endpoint=None):
+    """Start node k again on its port (after a test killed it; with
+    endpoint, always, talking to S3 through that endpoint)."""
+    if nodes[k].alive() and endpoint is None:
+        return
+    nodes[k].stop(check=False)
+    port = urls[k].rsplit(":", 1)[1]
+    nodes[k] = Daemon(exe, f"s3://{bucket}/c", env=S3_ENV, args=s3_flags(endpoint or moto.url) + [
+        "-listen", f"127.0.0.1:{port}", "-advertise", urls[k], "-peers", ",".join(urls),
+        "-peer-check-interval", "200ms"])
+
+
+def slow_victim(nodes, urls, k, exe, moto, bucket):
+    """Restart node k behind a proxy that lets through, of the tile reads
+    the node makes at once, only the one at the lowest offset, and holds
+    the others back 5 s: when a client has the first batches of the node's
+    first endpoint, the node cannot have produced (nor the network
+    buffered) the rest of it, so killing the node then cuts the stream."""
+    proxy = FaultProxy(moto.url)
+    starts = []
+    lock = threading.Lock()
+
+    def rule(method, path, query, headers):
+        if method == "GET" and "/__fragments/" in path and "__fragment_metadata" not in path:
+            m = re.match(r"bytes=(\d+)-", headers.get("Range") or "")
+            start = int(m.group(1)) if m else 0
+            with lock:
+                starts.append(start)
+            time.sleep(0.3)  # the reader asks for an endpoint's tiles together
+            with lock:
+                lowest = min(starts)
+            return None if start == lowest else ("delay", 5.0)
+        return None
+    proxy.rule = rule
+    restart(nodes, urls, k, exe, moto, bucket, endpoint=proxy.url)
+    return proxy
+
+
 @pytest.fixture(scope="module")
 def cluster(flightd_bin, moto):
     b = moto.new_bucket()
     ctx = tiledb_ctx(moto.url)
     uri = f"s3://{b}/c/big"
-    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, N - 1), tile=50_000, dtype=np.int64))
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, N - 1), tile=TILE, dtype=np.int64))
     tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
         tiledb.Attr("v", dtype=np.float64)]), ctx=ctx)
     with tiledb.open(uri, "w", ctx=ctx) as A:
         A[:] = np.arange(N, dtype=np.float64) * 0.25
     nodes, urls = start_cluster(flightd_bin, moto, b)
     try:
-        c = fl.connect(urls[0])
-        assert wait_for(lambda: len({loc.uri.decode() if isinstance(loc.uri, bytes) else loc.uri
-                                     for e in c.get_flight_info(cmd(array="big", partitions=6)).endpoints
-                                     for loc in e.locations[:1]}) == 3), "peers never became live"
-        c.close()
+        assert all_see_all(urls), "peers never became live"
         yield nodes, urls, b, uri, ctx
     finally:
         for d in nodes:
@@ -157,9 +209,11 @@ def test_writers_on_all_nodes_lose_nothing(cluster):
         cl.close()
 
 
-def test_node_killed_mid_read_fails_over(cluster, flightd_bin):
+def test_node_killed_mid_read_fails_over(cluster, flightd_bin, moto):
     nodes, urls, b, uri, ctx = cluster
     victim = 2
+    proxy = slow_victim(nodes, urls, victim, flightd_bin, moto, b)
+    assert all_see_all(urls)
     c = fl.connect(urls[0])
     info = c.get_flight_info(cmd(array="big", partitions=6, batch_rows=2000))
     c.close()
@@ -193,17 +247,7 @@ def test_node_killed_mid_read_fails_over(cluster, flightd_bin):
     info = c.get_flight_info(cmd(array="big", partitions=6))
     assert {uri_of(e.locations[0]) for e in info.endpoints} == {urls[0], urls[1]}
     c.close()
-
-
-def restart(nodes, urls, k, exe, moto, bucket):
-    """Start node k again on its port (after a test killed it)."""
-    if nodes[k].alive():
-        return
-    nodes[k].stop(check=False)
-    port = urls[k].rsplit(":", 1)[1]
-    nodes[k] = Daemon(exe, f"s3://{bucket}/c", env=S3_ENV, args=s3_flags(moto.url) + [
-        "-listen", f"127.0.0.1:{port}", "-advertise", urls[k], "-peers", ",".join(urls),
-        "-peer-check-interval", "200ms"])
+    proxy.close()
 
 
 def test_client_package_fails_over(cluster, flightd_bin, moto):
@@ -213,9 +257,9 @@ def test_client_package_fails_over(cluster, flightd_bin, moto):
     nodes, urls, b, uri, ctx = cluster
     victim = 1
     restart(nodes, urls, 2, flightd_bin, moto, b)
+    proxy = slow_victim(nodes, urls, victim, flightd_bin, moto, b)
+    assert all_see_all(urls)
     c = tileflight.connect(urls[0])
-    assert wait_for(lambda: {uri_of(e.locations[0]) for e in
-                             c.flight_info("big", partitions=6).endpoints} == set(urls))
     info = c.flight_info("big", partitions=6, batch_rows=2000)
     k = next(i for i, e in enumerate(info.endpoints) if uri_of(e.locations[0]) == urls[victim])
     ep = info.endpoints[k]
@@ -238,6 +282,7 @@ def test_client_package_fails_over(cluster, flightd_bin, moto):
     t = c.read("big", columns=["v"], partitions=6)
     assert t.column("v").to_numpy().tolist() == (np.arange(N) * 0.25).tolist()
     c.close()
+    proxy.close()
 
 
 def test_spark_data_source_spreads_and_fails_over(cluster, flightd_bin, moto):
@@ -254,10 +299,7 @@ def test_spark_data_source_spreads_and_fails_over(cluster, flightd_bin, moto):
     nodes, urls, b, uri, ctx = cluster
     for k in range(3):
         restart(nodes, urls, k, flightd_bin, moto, b)
-    c = fl.connect(urls[0])
-    assert wait_for(lambda: {uri_of(e.locations[0]) for e in
-                             c.get_flight_info(cmd(array="big", partitions=6)).endpoints} == set(urls))
-    c.close()
+    assert all_see_all(urls)
     ds = TileflightDataSource({"uri": urls[0], "array": "big", "columns": "v", "partitions": "6"})
     rd = ds.reader(ds.schema())
     parts = rd.partitions()
