@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: jdbc bench-sql all setup pyclient bench-spark build test gotest pytest vet serve fuzz bench bench-kernels bench-s3 fixtures docs clean
+.PHONY: all setup pyclient jdbc build test gotest pytest vet serve fuzz bench bench-b2nd bench-kernels bench-s3 bench-spark bench-sql fixtures docs clean soak
 
 all: build
 
@@ -103,9 +103,26 @@ bench-kernels:
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
+# .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
+bench-b2nd: setup build
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md
+
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# The reliability campaigns at full size (kill -9, corruption, load, hostile
+# clients; python_tests/soak/): about 8 minutes. Their figures are in
+# docs/reliability.md; `make test` runs short versions (test_soak.py).
+# SOAK_ARGS="--only kill9 --seed 7" narrows a run.
+SOAK_ARGS ?=
+soak: setup build
+	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
+
+# Spark count()/sum() through tileflight.spark vs Spark over the same data
+# in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
+bench-spark: setup build
+	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 clean:
 	rm -rf bin $(FIXTURES)

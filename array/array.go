@@ -413,6 +413,10 @@ type cachedFragment struct {
 	meta       *fragmeta.Fragment
 }
 
+// memoryBytes is the fragment's decoded metadata: its footer and the
+// sections loaded so far.
+func (c *cachedFragment) memoryBytes() int64 { return c.meta.MemoryBytes() }
+
 func (a *Array) fragmentKey(cf commits.Fragment) string {
 	return cacheKey(a.Store, "fragment", a.Dir, cf.Path, 0, a.codec.EncryptionKey)
 }

@@ -132,3 +132,61 @@ func TestCacheIsBounded(t *testing.T) {
 		t.Fatal("nil cache cached")
 	}
 }
+
+// growing is a cached value whose size changes after it is stored, as a
+// fragment's metadata does when its sections load.
+type growing struct{ n int64 }
+
+func (g *growing) memoryBytes() int64 { return g.n }
+
+// The cache is bounded in bytes too: an entry that grew since it was
+// stored is weighed again when it is touched, and older entries make room.
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	c := NewCacheBytes(100, 1000)
+	a, b, d := &growing{300}, &growing{300}, &growing{300}
+	c.put("a", a)
+	c.put("b", b)
+	c.put("d", d)
+	if c.Bytes() != 900 || c.Len() != 3 {
+		t.Fatalf("%d bytes in %d entries, want 900 in 3", c.Bytes(), c.Len())
+	}
+	d.n = 500 // d loaded sections
+	if _, ok := c.get("d"); !ok {
+		t.Fatal("the entry just used was evicted")
+	}
+	if _, ok := c.get("a"); ok {
+		t.Fatal("the least recently used entry was kept past the byte bound")
+	}
+	if c.Bytes() != 800 || c.Len() != 2 {
+		t.Fatalf("%d bytes in %d entries, want 800 in 2", c.Bytes(), c.Len())
+	}
+	// An entry larger than the whole bound stays alone (it is in use).
+	c.put("huge", &growing{5000})
+	if c.Len() != 1 {
+		t.Fatalf("%d entries beside one larger than the bound", c.Len()-1)
+	}
+	// Fragment metadata reports its footer and the sections it loaded.
+	ctx := context.Background()
+	mem := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type":"sparse","dimensions":[{"name":"x","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"v","type":"int64"}],"enumerations":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, mem, "a", s); err != nil {
+		t.Fatal(err)
+	}
+	writeSparse(t, mem, s, 1, 1, 2, 3)
+	arr, err := Open(ctx, mem, "a", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := arr.Fragments[0].Meta
+	before := m.MemoryBytes()
+	if _, err := m.TileOffset(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if after := m.MemoryBytes(); after <= before {
+		t.Errorf("loading tile offsets left the estimate at %d bytes (before %d)", after, before)
+	}
+}

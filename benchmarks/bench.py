@@ -510,8 +510,15 @@ def report(args, cases, results, elapsed):
     text = "\n".join(head)
     print(text)
     if args.out:
+        # Sections other harnesses append (e.g. `make bench-s3`) are kept.
+        kept = ""
+        if os.path.exists(args.out):
+            old = open(args.out).read()
+            m = re.search(r"^## S3 and clusters", old, re.M)
+            if m:
+                kept = "\n" + old[m.start():]
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write(text + kept)
         plot(chart, os.path.join(os.path.dirname(args.out), "results.png"))
 
 

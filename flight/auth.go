@@ -170,6 +170,9 @@ func tokenFrom(header string) (string, bool) {
 const (
 	handshakeMethod = "/arrow.flight.protocol.FlightService/Handshake"
 	healthPrefix    = "/grpc.health.v1.Health/"
+	// Reflection describes the services (public knowledge, like ListActions'
+	// names), so that grpcurl works without a token.
+	reflectionPrefix = "/grpc.reflection."
 )
 
 const authHint = "send the header \"authorization: Bearer <token>\" (pyarrow: FlightCallOptions(headers=[(b\"authorization\", b\"Bearer <token>\")]), or client.authenticate_basic_token(\"any\", \"<token>\") first)"
@@ -177,7 +180,7 @@ const authHint = "send the header \"authorization: Bearer <token>\" (pyarrow: Fl
 // authorize checks the call's credentials and returns the context carrying
 // the caller's access level.
 func (t Tokens) authorize(ctx context.Context, method string) (context.Context, error) {
-	if len(t) == 0 || method == handshakeMethod || strings.HasPrefix(method, healthPrefix) {
+	if len(t) == 0 || method == handshakeMethod || strings.HasPrefix(method, healthPrefix) || strings.HasPrefix(method, reflectionPrefix) {
 		return ctx, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -197,8 +200,8 @@ func (t Tokens) authorize(ctx context.Context, method string) (context.Context, 
 	return context.WithValue(ctx, accessKey{}, a), nil
 }
 
-// AuthInterceptors check bearer tokens on every call but the Handshake and
-// the health service. With no tokens they let everything through.
+// AuthInterceptors check bearer tokens on every call but the Handshake, the
+// health service and reflection. With no tokens they let everything through.
 func AuthInterceptors(t Tokens) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx, err := t.authorize(ctx, info.FullMethod)

@@ -359,6 +359,9 @@ func (s *Service) doPutB2ND(ctx context.Context, q *query.Query, a *array.Array,
 	if q.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: a .b2nd array has no timestamps", q.Array)
 	}
+	if q.Stage {
+		return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to %q: staged writes are for TileDB arrays; a .b2nd has no fragments to stage", q.Array)
+	}
 	in := rdr.Schema()
 	cols := make([]int, len(ba.Dtype.Fields))
 	for i, f := range ba.Dtype.Fields {

@@ -35,7 +35,7 @@ func init() {
 	actions["consolidate"] = actionDef{
 		desc: `Consolidate as TileDB 2.30 does. Body: {"array": NAME, "mode": "fragments"|"commits"|"fragment_meta"|"array_meta" (default fragments), "timestamp": optional [start, end] or end}. ` +
 			`Result: {"mode", "consolidated": [what was merged], "written": [new files, relative to the array]}; both empty when there was nothing to consolidate. ` +
-			`Fragments mode: dense arrays (sparse: Unimplemented).`,
+			`Fragments mode: dense and sparse (per-cell timestamps); sparse over earlier consolidations or delete commits: Unimplemented.`,
 		mutates: true,
 		run:     (*Service).actConsolidate,
 	}

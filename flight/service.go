@@ -33,6 +33,9 @@ type Config struct {
 	// CacheEntries bounds the schemas and fragments whose decoded metadata
 	// stays cached between queries (0: array.DefaultCacheEntries).
 	CacheEntries int
+	// CacheBytes bounds the decoded metadata those entries hold (0:
+	// array.DefaultCacheBytes).
+	CacheBytes int64
 	// TileCacheBytes bounds the decoded tiles kept between queries
 	// (tileio.Cache); 0: none.
 	TileCacheBytes int64
@@ -89,7 +92,7 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
-	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCache(cfg.CacheEntries),
+	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
 		tiles: tileio.NewCache(cfg.TileCacheBytes)}
 }
 

@@ -41,7 +41,7 @@ func (s *Service) routeSQL(b []byte) bool {
 // Status maps an error of any layer to the gRPC status a client sees.
 func Status(err error) error { return toStatus(err) }
 
-// AcquireStream takes one of the -max-concurrent-streams slots.
+// AcquireStream takes one of the -max-queries slots.
 func (s *Service) AcquireStream() (release func(), err error) { return s.acquireStream() }
 
 // RequireWrite refuses a mutation to a caller with a read-only token.

@@ -179,7 +179,7 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 	}
 	s := all.Schema
 	if !s.IsDense() {
-		return nil, errkind.Errorf(errkind.Unimplemented, "sparse arrays: TileDB consolidates sparse fragments with per-cell timestamps, which tileflight does not write yet; consolidate the fragments with TileDB (commits, fragment_meta and array_meta consolidation work here)")
+		return consolidateSparse(ctx, st, dir, all, opt, end)
 	}
 	dd := denseDims{s: s, unsigned: make([]bool, len(s.Dimensions))}
 	for i, d := range s.Dimensions {

@@ -132,25 +132,22 @@ func vacuumUncommitted(ctx context.Context, st storage.Store, dir string, opt Va
 	if err != nil {
 		return nil, err
 	}
-	var gone []string
+	committed, err := writer.Committed(ctx, st, dir)
+	if err != nil {
+		return nil, err
+	}
+	var old []string
 	for _, e := range es {
 		if !e.IsDir {
 			continue
 		}
 		n, err := names.Parse(e.Name)
-		if err != nil || n.Ext != "" || n.Form != names.Form3 {
-			continue
-		}
-		committed, err := writer.IsCommitted(ctx, st, dir, e.Name)
-		if err != nil {
-			return gone, err
-		}
-		if committed {
+		if err != nil || n.Ext != "" || n.Form != names.Form3 || committed(e.Name) {
 			continue
 		}
 		files, err := st.List(ctx, storage.Join(dir, names.FragmentsDir, e.Name))
 		if err != nil {
-			return gone, err
+			return nil, err
 		}
 		var newest time.Time
 		for _, f := range files {
@@ -161,10 +158,15 @@ func vacuumUncommitted(ctx context.Context, st storage.Store, dir string, opt Va
 		if len(files) > 0 && (newest.IsZero() || newest.After(cutoff)) {
 			continue // too young, or of unknown age
 		}
-		if _, err := writer.AbortFragments(ctx, st, dir, []string{e.Name}); err != nil {
-			return gone, err
+		old = append(old, e.Name)
+	}
+	gone := []string{}
+	if len(old) > 0 {
+		// AbortFragments checks the commits again just before deleting.
+		if _, err := writer.AbortFragments(ctx, st, dir, old); err != nil {
+			return nil, err
 		}
-		gone = append(gone, e.Name)
+		gone = old
 	}
 	// Intent files of consolidations whose fragment is gone.
 	files, err := listFiles(ctx, st, dir, names.CommitsDir)
@@ -179,7 +181,7 @@ func vacuumUncommitted(ctx context.Context, st storage.Store, dir string, opt Va
 		if _, err := st.Stat(ctx, storage.Join(dir, names.FragmentsDir, base, names.FragmentMetadataFile)); err == nil {
 			continue
 		}
-		if ok, err := writer.IsCommitted(ctx, st, dir, base); err != nil || ok {
+		if committed(base) {
 			continue
 		}
 		if err := st.Delete(ctx, storage.Join(dir, names.CommitsDir, f)); err != nil {

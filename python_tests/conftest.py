@@ -8,6 +8,12 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# The tileflight package's tests run this checkout's python/src, whatever
+# copy of the package the (possibly shared) venv has installed; Spark's
+# Python workers get it through PYTHONPATH (see test_spark.py).
+PYCLIENT_SRC = os.path.join(os.path.dirname(HERE), "python", "src")
+sys.path.insert(0, PYCLIENT_SRC)
+
 
 @pytest.fixture(scope="session")
 def fixtures_dir(tmp_path_factory):

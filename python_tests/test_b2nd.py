@@ -191,6 +191,8 @@ def test_refusals(client, served):
     expect_code("INVALID_ARGUMENT", read, client, array=name, columns=["nope"])
     expect_code("INVALID_ARGUMENT", read, client, array=name, subarray={"dim0": [[0, 10 ** 6]]})
     expect_code("NOT_FOUND", read, client, array="b2m/none.b2nd")
+    expect_code("UNIMPLEMENTED", read, client, array=name, filter="value > 0")
+    expect_code("UNIMPLEMENTED", read, client, array=name, aggregates={"value": ["sum"]})
 
 
 def flight_put(client, name, table, subarray=None, layout=None):

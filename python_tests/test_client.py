@@ -429,3 +429,79 @@ def test_progress_bar(client, dense, capsys):
     assert capsys.readouterr().err == ""
     client.read(dense[0])  # not a terminal under pytest: no bar
     assert capsys.readouterr().err == ""
+
+
+# -- filter, staged writes and the lifecycle actions (DESIGN.md section 5) ----------------
+
+
+def test_filter_equals_tiledb_condition(client, flightd):
+    name = "pyc/cond"
+    client.create(sparse_schema(name, nullable=True))
+    t = sparse_table(0, 2000).to_pydict()
+    t["v"] = [None if i % 9 == 0 else v for i, v in enumerate(t["v"])]
+    client.write(name, pa.table(t, schema=pa.schema([("x", pa.int64()), ("v", pa.float64()), ("s", pa.utf8())])))
+    uri = os.path.join(flightd.data, "pyc", "cond")
+    for cond in ["v > 300.5", "v < 10 and s in ['s1', 's2', 's3']", "x >= 1500 or v == None", "s == 's77'"]:
+        got = client.read(name, filter=cond).sort_by("x")
+        with tiledb.open(uri) as A:
+            ref = A.query(cond=cond)[:]
+        np.testing.assert_array_equal(got.column("x").to_numpy(), np.sort(ref["x"]), err_msg=cond)
+    with pytest.raises(tileflight.InvalidArgument) as e:
+        client.read(name, filter="v >")
+    assert "v >" in e.value.message or "position" in e.value.message or "filter" in e.value.message
+
+
+def test_staged_write_commit_and_abort(client, flightd):
+    name = "pyc/stage"
+    client.create(sparse_schema(name))
+    uri = os.path.join(flightd.data, "pyc", "stage")
+    a = client.write(name, sparse_table(0, 100), stage=True)
+    b = client.write(name, sparse_table(100, 250), stage=True)
+    assert a["staged"] is True and a.rows == 100 and len(a.fragments) == 1
+    assert client.read(name).num_rows == 0 and len(tiledb.FragmentInfoList(uri)) == 0  # invisible
+    res = client.commit_fragments(name, a.fragments + b.fragments)
+    assert sorted(res["committed"]) == sorted(a.fragments + b.fragments)
+    assert client.read(name).num_rows == 250
+    with tiledb.open(uri) as A:
+        assert sorted(A[:]["x"].tolist()) == list(range(250))
+    c = client.write(name, sparse_table(300, 400), stage=True)
+    assert client.abort_fragments(name, c.fragments)["aborted"] == c.fragments
+    assert not any(os.path.exists(os.path.join(uri, "__fragments", f)) for f in c.fragments)
+    assert client.read(name).num_rows == 250
+    with pytest.raises(tileflight.NotFound):
+        client.commit_fragments(name, ["__1_1_" + "0" * 32 + "_22"])
+    with pytest.raises(tileflight.InvalidArgument):
+        client.commit_fragments(name, [])
+
+
+def test_consolidate_vacuum_delete_evolve(client, flightd):
+    name = "pyc/life"
+    client.create({"array": name, "type": "dense",
+                   "dimensions": [{"name": "r", "type": "int64", "domain": [0, 99], "tile": 10}],
+                   "attributes": [{"name": "a", "type": "int32"}]})
+    uri = os.path.join(flightd.data, "pyc", "life")
+    for i in range(3):
+        client.write(name, {"a": np.full(10, i, np.int32)}, subarray={"r": (i * 10, i * 10 + 9)})
+    before = client.read(name)
+    res = client.consolidate(name)
+    assert res["mode"] == "fragments" and len(res["consolidated"]) == 3
+    vac = client.vacuum(name)
+    assert vac["removed"]
+    assert len(tiledb.FragmentInfoList(uri)) == 1 and client.read(name).equals(before)
+    with tiledb.open(uri) as A:
+        np.testing.assert_array_equal(A[0:30]["a"], np.repeat(np.arange(3, dtype=np.int32), 10))
+    with pytest.raises(tileflight.InvalidArgument):
+        client.consolidate(name, mode="everything")
+    # delete (sparse arrays) and schema evolution
+    sp = "pyc/life_sparse"
+    client.create(sparse_schema(sp))
+    client.write(sp, sparse_table(0, 50), timestamp=1000)
+    assert client.delete(sp, "x < 20", timestamp=2000)["commit"].endswith(".del")
+    assert client.read(sp).num_rows == 30 and client.read(sp, timestamp=1500).num_rows == 50
+    with tiledb.open(os.path.join(flightd.data, "pyc", "life_sparse")) as A:
+        assert sorted(A[:]["x"].tolist()) == list(range(20, 50))
+    new = client.evolve_schema(sp, add_attributes=[{"name": "n", "type": "int32", "fill": 7}])
+    assert [a["name"] for a in new["attributes"]] == ["v", "s", "n"]
+    assert set(client.read(sp, columns=["n"]).column("n").to_pylist()) == {7}
+    with pytest.raises(tileflight.InvalidArgument):
+        client.delete(name, "a < 1")  # dense arrays have no deletes

@@ -69,6 +69,14 @@ def uri_of(loc):
     return u.decode() if isinstance(u, bytes) else u
 
 
+# With BDP probing off a gRPC channel keeps its initial 64 KiB flow-control
+# window, so a server can run only that far ahead of what the client has
+# read: a node killed after a few batches of a 1 MiB endpoint has then
+# certainly not sent all of it (with probing on, the window grows to
+# megabytes and the whole endpoint may already sit in the client's buffers).
+SMALL_WINDOW = [("grpc.http2.bdp_probe", 0)]
+
+
 def read_with_failover(info, on_batch=None):
     """What a fail-over client does: each endpoint from its first location,
     and on any error the whole endpoint again from the next one."""
@@ -78,7 +86,7 @@ def read_with_failover(info, on_batch=None):
         last = None
         for loc in e.locations:
             try:
-                c = fl.connect(uri_of(loc))
+                c = fl.connect(uri_of(loc), generic_options=SMALL_WINDOW)
                 r = c.do_get(e.ticket)
                 batches = []
                 for chunk in r:
@@ -185,3 +193,83 @@ def test_node_killed_mid_read_fails_over(cluster, flightd_bin):
     info = c.get_flight_info(cmd(array="big", partitions=6))
     assert {uri_of(e.locations[0]) for e in info.endpoints} == {urls[0], urls[1]}
     c.close()
+
+
+def restart(nodes, urls, k, exe, moto, bucket):
+    """Start node k again on its port (after a test killed it)."""
+    if nodes[k].alive():
+        return
+    nodes[k].stop(check=False)
+    port = urls[k].rsplit(":", 1)[1]
+    nodes[k] = Daemon(exe, f"s3://{bucket}/c", env=S3_ENV, args=s3_flags(moto.url) + [
+        "-listen", f"127.0.0.1:{port}", "-advertise", urls[k], "-peers", ",".join(urls),
+        "-peer-check-interval", "200ms"])
+
+
+def test_client_package_fails_over(cluster, flightd_bin, moto):
+    """The tileflight package's reads fail over by themselves: a stream cut
+    mid-way resumes at the next location after the rows it had."""
+    import tileflight
+    nodes, urls, b, uri, ctx = cluster
+    victim = 1
+    restart(nodes, urls, 2, flightd_bin, moto, b)
+    c = tileflight.connect(urls[0])
+    assert wait_for(lambda: {uri_of(e.locations[0]) for e in
+                             c.flight_info("big", partitions=6).endpoints} == set(urls))
+    info = c.flight_info("big", partitions=6, batch_rows=2000)
+    k = next(i for i, e in enumerate(info.endpoints) if uri_of(e.locations[0]) == urls[victim])
+    ep = info.endpoints[k]
+    want = fl.connect(urls[0]).do_get(ep.ticket).read_all()
+    asked = []
+    orig = c._for_location
+    c._for_location = lambda loc: (asked.append(uri_of(loc)), orig(loc))[1]
+    got = []
+    for j, batch in enumerate(c.endpoint_batches(ep)):
+        got.append(batch)
+        if j == 2:  # mid-stream: kill the node serving it
+            nodes[victim].proc.send_signal(signal.SIGKILL)
+            nodes[victim].proc.wait()
+    c._for_location = orig
+    assert asked[0] == urls[victim] and len(asked) == 2, asked  # it did fail over, mid-stream
+    t = pa.Table.from_batches(got, want.schema)
+    assert t.num_rows == want.num_rows
+    assert t.column("v").equals(want.column("v"))
+    # A whole read with the node gone: its endpoints come from the others.
+    t = c.read("big", columns=["v"], partitions=6)
+    assert t.column("v").to_numpy().tolist() == (np.arange(N) * 0.25).tolist()
+    c.close()
+
+
+def test_spark_data_source_spreads_and_fails_over(cluster, flightd_bin, moto):
+    """The Spark data source's own planning and task code (what Spark runs
+    on the driver and in each task) over the cluster: one partition per
+    endpoint, spread over every node with the others listed, and a task
+    whose node died reads its endpoint from the next location. (A whole
+    SparkSession is not started here: its JVM takes minutes to start on
+    this shared 2-core machine.)"""
+    pytest.importorskip("pyspark")
+    import pickle
+
+    from tileflight.spark import TileflightDataSource
+    nodes, urls, b, uri, ctx = cluster
+    for k in range(3):
+        restart(nodes, urls, k, flightd_bin, moto, b)
+    c = fl.connect(urls[0])
+    assert wait_for(lambda: {uri_of(e.locations[0]) for e in
+                             c.get_flight_info(cmd(array="big", partitions=6)).endpoints} == set(urls))
+    c.close()
+    ds = TileflightDataSource({"uri": urls[0], "array": "big", "columns": "v", "partitions": "6"})
+    rd = ds.reader(ds.schema())
+    parts = rd.partitions()
+    assert len(parts) == 6
+    assert {p.locations[0] for p in parts} == set(urls)
+    assert all(sorted(p.locations) == sorted(urls) for p in parts)
+    parts = [pickle.loads(pickle.dumps(p)) for p in parts]  # as Spark ships them to tasks
+    victim = 2
+    nodes[victim].proc.send_signal(signal.SIGKILL)
+    nodes[victim].proc.wait()
+    out = []
+    for p in parts:
+        out += list(rd.read(p))
+    t = pa.Table.from_batches(out)
+    assert t.column("v").to_numpy().tolist() == (np.arange(N) * 0.25).tolist()

@@ -14,7 +14,7 @@ import pytest
 import tiledb
 
 import tileflight
-from flightd_fixture import flightd, flightd_bin  # noqa: F401
+from flightd_fixture import flightd, flightd_bin, running  # noqa: F401
 
 R, C = 400, 50
 
@@ -24,6 +24,8 @@ def spark():
     # Spark's Python workers must be this interpreter (the venv), which has tileflight.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from conftest import PYCLIENT_SRC
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PYCLIENT_SRC, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
     s = (SparkSession.builder.master("local[2]").appName("tileflight-tests")
          .config("spark.ui.enabled", "false")
@@ -186,15 +188,15 @@ def test_sparse_filters(spark, flightd, client, arrays):
     p = pushed(q)
     for f in ("GreaterThanOrEqual(x,20000)", "LessThan(x,70000)", "GreaterThan(y,0.5)"):
         assert f in p, p
-    # Attribute conditions go to the daemon's `filter` when it takes them.
-    try:
-        client.schema("spk/sparse", filter="v > 0.25")
-        takes_filter = True
-    except tileflight.InvalidArgument:
-        takes_filter = False
-    assert ("GreaterThan(v,0.25)" in p) == takes_filter, p
-    nulls = df.where("v is null").count()
-    assert nulls == int((~ref["valid"]).sum())
+    # Attribute conditions go to the daemon's `filter`; Spark filters nothing itself.
+    for f in ("GreaterThan(v,0.25)", "In(s, [k1,k2])"):
+        assert f in p, p
+    assert "Filter" not in plan(q).split("BatchScan")[0], plan(q)
+    q = df.where("v is null")
+    assert "IsNull(v)" in pushed(q) and q.count() == int((~ref["valid"]).sum())
+    q = df.where("n <= 100 and s = 'k3'")
+    m = (ref["n"] <= 100) & (ref["s"] == "k3")
+    assert q.count() == int(m.sum()) and "LessThanOrEqual(n,100)" in pushed(q)
 
 
 def test_columns_option_and_user_schema(spark, flightd, arrays):
@@ -212,3 +214,83 @@ def test_errors_surface(spark, flightd, arrays):
         load(spark, flightd, "spk/nope").count()
     with pytest.raises(Exception, match="uri"):
         spark.read.format("tileflight").option("array", "spk/dense").load()
+
+
+# -- writes: one staged DoPut per task, committed together on the driver ---------------------
+
+
+def sparse_target(client, name):
+    client.create({"array": name, "type": "sparse", "capacity": 100000,
+                   "dimensions": [{"name": "x", "type": "int64", "domain": [0, 9999999], "tile": 100000}],
+                   "attributes": [{"name": "v", "type": "float64"}, {"name": "k", "type": "int32"}]})
+
+
+def files_of(root):
+    out = set()
+    for d, _, fs in os.walk(root):
+        out.update(os.path.relpath(os.path.join(d, f), root) for f in fs)
+    return out
+
+
+def save(df, flightd, array):
+    (df.write.format("tileflight").option("uri", flightd.url).option("array", array)
+     .mode("append").save())
+
+
+def test_write_1m_rows_in_8_tasks(spark, flightd, client, arrays):
+    sparse_target(client, "spk/w")
+    df = spark.range(0, 1_000_000, numPartitions=8).selectExpr(
+        "id as x", "cast(id as double) * 0.5 as v", "cast(id % 13 as int) as k")
+    assert df.rdd.getNumPartitions() == 8
+    save(df, flightd, "spk/w")
+    uri = os.path.join(flightd.data, "spk", "w")
+    with tiledb.open(uri) as A:
+        d = A[:]
+    order = np.argsort(d["x"])
+    np.testing.assert_array_equal(d["x"][order], np.arange(1_000_000))
+    np.testing.assert_array_equal(d["v"][order], np.arange(1_000_000) * 0.5)
+    np.testing.assert_array_equal(d["k"][order], (np.arange(1_000_000) % 13).astype(np.int32))
+    fi = tiledb.FragmentInfoList(uri)
+    assert len(fi) == 8  # one fragment per task ...
+    assert len({f.timestamp_range for f in fi}) == 1  # ... one timestamp, chosen on the driver
+    commits = os.listdir(os.path.join(uri, "__commits"))
+    assert len(commits) == 1 and commits[0].endswith(".con"), commits  # one commit object for all
+    # and Spark reads back what it wrote
+    back = load(spark, flightd, "spk/w").selectExpr("count(*)", "sum(x)", "sum(k)").collect()[0]
+    assert tuple(back) == (1_000_000, 999_999 * 1_000_000 // 2, int((np.arange(1_000_000) % 13).sum()))
+
+
+def test_write_with_a_failing_task_leaves_the_array_unchanged(spark, flightd, flightd_bin, client, arrays):
+    sparse_target(client, "spk/wfail")
+    client.write("spk/wfail", {"x": np.arange(5, dtype=np.int64), "v": np.zeros(5), "k": np.ones(5, np.int32)})
+    uri = os.path.join(flightd.data, "spk", "wfail")
+    before = files_of(uri)
+    frags_before = [f.uri for f in tiledb.FragmentInfoList(uri)]
+    # The last of 4 tasks fails half-way; the others' staged fragments are aborted.
+    df = spark.range(100, 200_100, numPartitions=4).selectExpr(
+        "id as x", "if(id = 190000, raise_error('task boom'), cast(id as double)) as v", "cast(1 as int) as k")
+    with pytest.raises(Exception, match="task boom"):
+        save(df, flightd, "spk/wfail")
+    # TileDB sees the array exactly as before: no new fragment, commit or cell.
+    assert [f.uri for f in tiledb.FragmentInfoList(uri)] == frags_before
+    with tiledb.open(uri) as A:
+        np.testing.assert_array_equal(np.sort(A[:]["x"]), np.arange(5))
+    assert load(spark, flightd, "spk/wfail").count() == 5
+    # The committed files are untouched. Spark ends a failed task's input
+    # as if it were complete, so that task may still stage what it had
+    # received, and its result never reaches the driver's abort: such a
+    # fragment stays uncommitted (invisible), and vacuum removes it.
+    extra = files_of(uri) - before
+    assert before <= files_of(uri) and all(f.startswith("__fragments/") for f in extra), extra
+    with running(flightd_bin, flightd.data, "-vacuum-grace", "1ms") as d:
+        tileflight.connect(d.url).vacuum("spk/wfail")
+    assert files_of(uri) == before
+
+
+def test_write_refusals(spark, flightd, client, arrays):
+    df = spark.range(0, 10).selectExpr("id as r")
+    with pytest.raises(Exception, match="sparse arrays"):
+        save(df, flightd, "spk/dense")
+    with pytest.raises(Exception, match="overwrite"):
+        (df.write.format("tileflight").option("uri", flightd.url).option("array", "spk/w")
+         .mode("overwrite").save())

@@ -140,8 +140,10 @@ type b2ndSource struct {
 	// blocks decoded for the current group, by chunk and block number.
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
-	// itemsOnly: a plain dtype with one column: runs copy whole items.
-	nd int
+	nd     int
+	// bufs recycles block buffers and decoding scratch (BlockNBytes and
+	// 2*BlockNBytes bytes): a read decodes many blocks of one size.
+	bufs, scratch sync.Pool
 }
 
 type blockKey struct {
@@ -158,6 +160,9 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource,
 	a := p.Array.B2ND
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
+	}
+	if p.Query != nil && (p.Query.Filter != "" || p.Query.Aggregates != nil) {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", p.Array.Dir)
 	}
 	sch, err := B2NDSchema(p.Array, p.Columns)
 	if err != nil {
@@ -463,13 +468,15 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
-			buf := make([]byte, s.a.BlockNBytes())
+			buf := s.getBuf(&s.bufs, s.a.BlockNBytes())
+			tmp := s.getBuf(&s.scratch, 2*s.a.BlockNBytes())
+			defer s.scratch.Put(&tmp)
 			if j.key.block >= oc.c.NBlocks() {
 				return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, oc.c.NBlocks()))
 			}
 			if j.key.block == 0 && oc.block0 != nil {
 				copy(buf, oc.block0)
-			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, nil); err != nil {
+			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, tmp); err != nil {
 				return s.a.ChunkErr(j.key.chunk, err)
 			}
 			bufs[i] = buf
@@ -485,12 +492,29 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	return nil
 }
 
+func (s *b2ndSource) getBuf(p *sync.Pool, n int) []byte {
+	if b, ok := p.Get().(*[]byte); ok && len(*b) == n {
+		return *b
+	}
+	return make([]byte, n)
+}
+
+// releaseBlocks returns the decoded blocks to the pool.
+func (s *b2ndSource) releaseBlocks() {
+	for _, b := range s.blocks {
+		if b != nil {
+			s.bufs.Put(&b)
+		}
+	}
+	s.blocks = map[blockKey][]byte{}
+}
+
 func (s *b2ndSource) dropChunks() {
 	for _, oc := range s.chunks {
 		oc.c.Close()
 	}
 	s.chunks = map[int64]*openChunk{}
-	s.blocks = map[blockKey][]byte{}
+	s.releaseBlocks()
 }
 
 // locate returns the block buffer and in-block item offset of coordinates c.
@@ -531,7 +555,7 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 				s.dropChunks()
 				lastOuterChunk = ch
 			} else {
-				s.blocks = map[blockKey][]byte{}
+				s.releaseBlocks()
 			}
 			grp := append([][][2]int64(nil), per...)
 			grp[outer] = [][2]int64{{lo / s.a.ChunkShape[outer], (lo % s.a.ChunkShape[outer]) / s.a.BlockShape[outer]}}

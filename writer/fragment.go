@@ -72,7 +72,23 @@ func newFields(s *schema.ArraySchema, withDims bool, key []byte) ([]*field, erro
 		f.validFile = fileOf(FormatVersion, si, name, names.Validity)
 		return f, nil
 	}
+	// A schema given per-cell timestamps (withTimestamps) ends its
+	// attributes with the timestamps pseudo-attribute; the fragment
+	// metadata lists it after the dimensions, in t.tdb.
+	na := len(s.Attributes)
+	if hasTimestampsAttr(s) {
+		na--
+	}
 	for i, a := range s.Attributes {
+		if i == na {
+			f, err := mk(a.Name, false, i, na+1+len(s.Dimensions), a.Type, a.CellValNum, false, a.Filters)
+			if err != nil {
+				return nil, err
+			}
+			f.fixedFile = names.TimestampsFile
+			out = append(out, f)
+			continue
+		}
 		f, err := mk(a.Name, false, i, i, a.Type, a.CellValNum, a.Nullable, a.Filters)
 		if err != nil {
 			return nil, err
@@ -81,7 +97,7 @@ func newFields(s *schema.ArraySchema, withDims bool, key []byte) ([]*field, erro
 	}
 	if withDims {
 		for i, d := range s.Dimensions {
-			f, err := mk(d.Name, true, i, len(s.Attributes)+1+i, d.Type, d.CellValNum, false, s.DimensionFilters(i))
+			f, err := mk(d.Name, true, i, na+1+i, d.Type, d.CellValNum, false, s.DimensionFilters(i))
 			if err != nil {
 				return nil, err
 			}
@@ -115,6 +131,7 @@ type fragment struct {
 	mbrs    []fragmeta.MBR // sparse: one per tile
 	cellNum []uint64       // cells per tile
 	ntiles  int
+	hasTS   bool // per-cell timestamps (a consolidated fragment)
 	// tile builds tile t of fields[f] when a worker is ready for it, so
 	// that only the tiles being filtered are held unfiltered.
 	tile func(t, f int, sc *scratch) statTile
@@ -217,7 +234,7 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	if err != nil {
 		return nil, err
 	}
-	num := fr.layout.FieldNum(FormatVersion, false, false)
+	num := fr.layout.FieldNum(FormatVersion, fr.hasTS, false)
 	ntiles := fr.ntiles
 	m := &fragmeta.Metadata{}
 	m.TileOffsets = zeroLists(num, ntiles)
@@ -235,6 +252,7 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	ft.Dense = fr.dense
 	ft.NonEmptyDomain = fr.ned
 	ft.Layout = fr.layout
+	ft.HasTimestamps = fr.hasTS
 	ft.FileSizes = make([]uint64, num)
 	ft.FileVarSizes = make([]uint64, num)
 	ft.FileValiditySizes = make([]uint64, num)
@@ -553,4 +571,24 @@ func (fr *fragment) coordsMeta(m *fragmeta.Metadata, ntiles int) {
 	if hasSum(t, false, 1) {
 		m.TileSums[ci] = make([]uint64, ntiles)
 	}
+}
+
+// withTimestamps returns s with the per-cell timestamps pseudo-attribute
+// appended (uint64, the coordinates' filters, as TileDB stores it), so
+// that a write can carry timestamps as one more column.
+func withTimestamps(s *schema.ArraySchema) *schema.ArraySchema {
+	if hasTimestampsAttr(s) {
+		return s
+	}
+	c := *s
+	c.Attributes = append(append([]schema.Attribute(nil), s.Attributes...), schema.Attribute{
+		Name: fragmeta.TimestampsName, Type: datatype.Uint64, CellValNum: 1, Filters: s.CoordsFilters,
+		FillValue: make([]byte, 8),
+	})
+	return &c
+}
+
+func hasTimestampsAttr(s *schema.ArraySchema) bool {
+	n := len(s.Attributes)
+	return n > 0 && s.Attributes[n-1].Name == fragmeta.TimestampsName
 }

@@ -241,3 +241,16 @@ func IsCommitted(ctx context.Context, st storage.Store, dir, fragment string) (b
 	}
 	return ix.committed(n), nil
 }
+
+// Committed returns a test of whether a commit of the array at dir names a
+// fragment (by name), from one reading of its __commits directory.
+func Committed(ctx context.Context, st storage.Store, dir string) (func(fragment string) bool, error) {
+	ix, err := loadCommitIndex(ctx, st, dir)
+	if err != nil {
+		return nil, err
+	}
+	return func(fragment string) bool {
+		n, err := names.Parse(fragment)
+		return err == nil && ix.committed(n)
+	}, nil
+}

@@ -185,12 +185,19 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 	if err := checkArrayKey(ctx, st, dir, s.Name, opt.EncryptionKey); err != nil {
 		return nil, err
 	}
+	layout := layoutOf(s)
+	if opt.CellTimestamps {
+		if dense {
+			return nil, invalidf("array %q: dense fragments carry no per-cell timestamps", dir)
+		}
+		s = withTimestamps(s)
+	}
 	fields, err := newFields(s, !dense, opt.EncryptionKey)
 	if err != nil {
 		return nil, invalidf("array %q: %v", dir, err)
 	}
 	return &stream{
-		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layoutOf(s),
+		ctx: ctx, s: s, dir: dir, opt: opt, fields: fields, layout: layout,
 		lw:  &logicalWrite{st: st, dir: dir, ts: opt.timestamp(), ts0: opt.TimestampStart, conc: opt.Concurrency, key: opt.EncryptionKey},
 		buf: buffer{s: s, dims: !dense},
 	}, nil
@@ -369,7 +376,7 @@ func (sw *SparseWriter) flush() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	if !w.s.AllowsDups {
+	if !w.s.AllowsDups && !w.opt.CellTimestamps {
 		if i := firstDup(sc); i >= 0 {
 			return w.fail(invalidf("array %q: duplicate coordinates %s (the array does not allow duplicates)", w.dir, coordString(w.s, cs, int(sc.perm[i]))))
 		}
@@ -393,7 +400,7 @@ func (sw *SparseWriter) Commit() (*Result, error) {
 	if err := w.wait(); err != nil {
 		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 	}
-	if !w.s.AllowsDups && len(w.lw.done) > 1 {
+	if !w.s.AllowsDups && !w.opt.CellTimestamps && len(w.lw.done) > 1 {
 		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
 			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 		}
@@ -416,7 +423,7 @@ func (sw *SparseWriter) Stage() (*Result, error) {
 	if err := w.wait(); err != nil {
 		return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 	}
-	if !w.s.AllowsDups && len(w.lw.done) > 1 {
+	if !w.s.AllowsDups && !w.opt.CellTimestamps && len(w.lw.done) > 1 {
 		if err := checkAcross(w.ctx, w.lw, w.s); err != nil {
 			return nil, w.fail(fmt.Errorf("array %q: %w", w.dir, err))
 		}

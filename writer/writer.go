@@ -49,6 +49,11 @@ type Options struct {
 	// consolidation's output does; the cells carry no timestamps of
 	// their own.
 	TimestampStart uint64
+	// CellTimestamps makes a sparse write carry per-cell timestamps, as a
+	// consolidated fragment does: every batch then has one more column,
+	// "__timestamps" (uint64 ms), cells with equal coordinates are all
+	// kept (in input order), and the fragments say they hold timestamps.
+	CellTimestamps bool
 	// MaxFragmentBytes, when > 0, splits a write whose input is larger
 	// into several fragments committed together. Default: 1 GiB.
 	MaxFragmentBytes int64

@@ -38,7 +38,19 @@ func Unshuffle(ts int, src, dst []byte) {
 		s0, s1, s2, s3 := src[0:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
 		s4, s5, s6, s7 := src[4*n:5*n], src[5*n:6*n], src[6*n:7*n], src[7*n:8*n]
 		d := dst[:8*n]
-		for i := 0; i < n; i++ {
+		// Eight elements at a time: an 8x8 byte transpose in registers.
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			r := [8]uint64{binary.LittleEndian.Uint64(s0[i:]), binary.LittleEndian.Uint64(s1[i:]),
+				binary.LittleEndian.Uint64(s2[i:]), binary.LittleEndian.Uint64(s3[i:]),
+				binary.LittleEndian.Uint64(s4[i:]), binary.LittleEndian.Uint64(s5[i:]),
+				binary.LittleEndian.Uint64(s6[i:]), binary.LittleEndian.Uint64(s7[i:])}
+			transpose8(&r)
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
+			}
+		}
+		for ; i < n; i++ {
 			v := uint64(s0[i]) | uint64(s1[i])<<8 | uint64(s2[i])<<16 | uint64(s3[i])<<24 |
 				uint64(s4[i])<<32 | uint64(s5[i])<<40 | uint64(s6[i])<<48 | uint64(s7[i])<<56
 			binary.LittleEndian.PutUint64(d[8*i:], v)
@@ -278,4 +290,25 @@ func BytedeltaDecode(ts int, buggy bool, src, dst []byte) {
 	if !buggy {
 		copy(dst[n*ts:len(src)], src[n*ts:])
 	}
+}
+
+// transpose8 transposes an 8x8 byte matrix held as 8 little-endian rows:
+// byte j of row k becomes byte k of row j (4x4 blocks, then 2x2, then
+// bytes; unrolled so that the rows stay in registers).
+func transpose8(r *[8]uint64) {
+	const m32, m16, m8 = 0x00000000ffffffff, 0x0000ffff0000ffff, 0x00ff00ff00ff00ff
+	r0, r1, r2, r3, r4, r5, r6, r7 := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+	r0, r4 = r0&m32|r4<<32, r0>>32|r4&^m32
+	r1, r5 = r1&m32|r5<<32, r1>>32|r5&^m32
+	r2, r6 = r2&m32|r6<<32, r2>>32|r6&^m32
+	r3, r7 = r3&m32|r7<<32, r3>>32|r7&^m32
+	r0, r2 = r0&m16|(r2&m16)<<16, (r0&^m16)>>16|r2&^m16
+	r1, r3 = r1&m16|(r3&m16)<<16, (r1&^m16)>>16|r3&^m16
+	r4, r6 = r4&m16|(r6&m16)<<16, (r4&^m16)>>16|r6&^m16
+	r5, r7 = r5&m16|(r7&m16)<<16, (r5&^m16)>>16|r7&^m16
+	r0, r1 = r0&m8|(r1&m8)<<8, (r0&^m8)>>8|r1&^m8
+	r2, r3 = r2&m8|(r3&m8)<<8, (r2&^m8)>>8|r3&^m8
+	r4, r5 = r4&m8|(r5&m8)<<8, (r4&^m8)>>8|r5&^m8
+	r6, r7 = r6&m8|(r7&m8)<<8, (r6&^m8)>>8|r7&^m8
+	r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] = r0, r1, r2, r3, r4, r5, r6, r7
 }

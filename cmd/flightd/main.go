@@ -32,6 +32,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/flight"
 	"github.com/tileflight/tileflight/flightsql"
 	"github.com/tileflight/tileflight/metrics"
@@ -83,6 +84,7 @@ type serveConfig struct {
 	pprofListen    string
 	memoryLimit    int64
 	tileCacheBytes int64
+	metaCacheBytes int64
 }
 
 // errUsage marks a command-line error the flag package has already
@@ -128,6 +130,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	c.tileCacheBytes = tileio.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
+	c.metaCacheBytes = array.DefaultCacheBytes
+	fs.Var(sizeFlag{&c.metaCacheBytes}, "metadata-cache-bytes", "decoded schemas and fragment metadata kept between queries (a `size`)")
 	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
@@ -272,7 +276,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	cfg := flight.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
-		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes,
+		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)
@@ -282,11 +286,6 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		// Peers are checked in the background; this node serves at once
-		// (peers starting together would otherwise wait on each other).
-		go cl.Start(cctx)
 		cfg.Cluster = cl
 	}
 	svc := flight.NewService(cfg)
@@ -359,6 +358,14 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	log.Info().Str("data", c.data).Str("url", scheme+"://"+addr).Msgf("flightd ready on %s://%s", scheme, addr)
+	if cfg.Cluster != nil {
+		// Peers are checked in the background, once this node is ready;
+		// it serves at once (peers starting together would otherwise wait
+		// on each other).
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go cfg.Cluster.Start(cctx)
+	}
 	if ready != nil {
 		ready <- addr
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/wire"
@@ -32,6 +33,24 @@ type Fragment struct {
 	cache map[sectionKey]*lazy
 	// legacy holds everything of a pre-v3 fragment, decoded at open.
 	legacy *Metadata
+	// loaded counts the decoded bytes of the sections read so far.
+	loaded atomic.Int64
+	// footerBytes is the size of the footer in the file.
+	footerBytes int64
+}
+
+// fixedOverhead is what a Fragment costs besides its footer and sections
+// (maps, slices, the footer's decoded structures).
+const fixedOverhead = 2 << 10
+
+// MemoryBytes estimates the memory the Fragment holds: its footer and the
+// decoded payloads of the sections loaded so far (a pre-v3 fragment: its
+// whole file, decoded at open). A cache of fragments weighs them with it.
+func (fr *Fragment) MemoryBytes() int64 {
+	if fr.legacy != nil {
+		return int64(fr.fileSize) + fixedOverhead
+	}
+	return fr.footerBytes + fr.loaded.Load() + fixedOverhead
 }
 
 type sectionKind uint8
@@ -133,6 +152,9 @@ func OpenWithFooter(read ReadFunc, fileSize uint64, f *Footer, opt *Options) *Fr
 
 func (fr *Fragment) setFooter(f *Footer, footerOff uint64) {
 	fr.footer = f
+	if footerOff <= fr.fileSize {
+		fr.footerBytes = int64(fr.fileSize - footerOff)
+	}
 	o := &f.Offsets
 	s := []uint64{o.RTree, footerOff}
 	for _, v := range [][]uint64{o.TileOffsets, o.TileVarOffsets, o.TileVarSizes, o.TileValidityOffsets,
@@ -193,6 +215,7 @@ func (fr *Fragment) payload(off uint64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generic tile at byte %d: %w", off, err)
 	}
+	fr.loaded.Add(int64(len(p)))
 	return p, nil
 }
 

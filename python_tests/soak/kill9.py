@@ -1,6 +1,6 @@
 """kill -9 campaign: the daemon is killed at a random moment during DoPut
-(sparse and dense, one fragment or many), put_metadata, create_array and
-drop_array. After each kill, TileDB (the tiledb package) and a restarted
+(sparse and dense, one fragment or many), put_metadata, create_array,
+drop_array, consolidate, vacuum and commit_fragments (of a staged DoPut). After each kill, TileDB (the tiledb package) and a restarted
 flightd must both see exactly the committed operations: everything
 acknowledged, and the interrupted one either whole or not at all. Files a
 killed write left behind (fragments without a commit) are counted."""
@@ -18,8 +18,12 @@ from .lib import Daemon, action, get, grpc_code, put, rng
 
 REGION = 200_000  # cells of the dense array each dense put owns
 KINDS = ["put_sparse_small", "put_sparse_many", "put_dense_small", "put_dense_many",
-         "put_metadata", "create_array", "drop_array"]
-FLAGS = ["-max-fragment-bytes", "256KiB"]
+         "put_metadata", "create_array", "drop_array", "consolidate", "vacuum", "put_sparse_staged_commit"]
+# Small fragments so that large DoPuts are cut into several; a short vacuum
+# grace so that vacuum removes what killed writes left (nothing else writes
+# while a trial runs).
+FLAGS = ["-max-fragment-bytes", "256KiB", "-vacuum-grace", "1s"]
+MODES = ["commits", "fragment_meta", "array_meta", "fragments"]
 
 
 def _create(data):
@@ -57,8 +61,20 @@ class Model:
         self.arrays = {}   # cd array name -> rows written
 
 
-def _op(kind, k, r, m):
-    """Returns (description, fn(client), commit(model))."""
+def _op(kind, k, r, m, client=None):
+    """Returns (description, fn(client), commit(model)); client prepares
+    what a kind needs beforehand (the staged DoPut of a commit)."""
+    if kind == "put_sparse_staged_commit":
+        n = r.randint(10, 100_000)
+        res = put(client, "sp", _sparse_table(k, n), {"array": "sp", "stage": True})
+        frags = res["fragments"]
+        return {"pid": k, "rows": n, "fragments": len(frags)}, \
+            (lambda c: action(c, "commit_fragments", {"array": "sp", "fragments": frags})), \
+            (lambda: m.sparse.__setitem__(k, n))
+    if kind in ("consolidate", "vacuum"):
+        arr = r.choice(["sp", "dn"])
+        mode = r.choice(MODES if arr == "dn" or kind == "vacuum" else MODES[:3])
+        return {"array": arr, "mode": mode}, (lambda c: action(c, kind, {"array": arr, "mode": mode})), (lambda: None)
     if kind.startswith("put_sparse"):
         n = r.randint(10, 2000) if kind.endswith("small") else r.randint(150_000, 400_000)
         t = _sparse_table(k, n)
@@ -280,8 +296,10 @@ def run(exe, workdir, trials=100, seed=1, log=print):
             _prepare_drop_target(c, m, k)
             c.close()
             k += 1
-        desc, fn, commit = _op(kind, k, r, m)
+        c = d.client()
+        desc, fn, commit = _op(kind, k, r, m, c)
         k += 1
+        c.close()
         c = d.client()
         t0 = time.monotonic()
         fn(c)
@@ -297,8 +315,11 @@ def run(exe, workdir, trials=100, seed=1, log=print):
         if kind == "drop_array":
             _prepare_drop_target(c, m, k)
             k += 1
-        desc, fn, commit = _op(kind, k, r, m)
+        desc, fn, commit = _op(kind, k, r, m, c)
         k += 1
+        if kind == "put_sparse_staged_commit":
+            c.close()
+            c = d.client()  # the commit starts on a new connection, as timed
         result = {}
 
         def go():
@@ -319,7 +340,7 @@ def run(exe, workdir, trials=100, seed=1, log=print):
         d2 = Daemon(exe, data, args=FLAGS)
         c2 = d2.client()
         try:
-            sample = r.sample(sorted(m.dense), min(3, len(m.dense)))
+            sample = None if kind in ("consolidate", "vacuum") else r.sample(sorted(m.dense), min(3, len(m.dense)))
             problems, committed = _check(data, c2, m, kind, desc, acked, sample)
         except Exception as e:  # noqa: BLE001
             problems, committed = [f"check failed: {type(e).__name__}: {e}"], False
@@ -358,6 +379,26 @@ def run(exe, workdir, trials=100, seed=1, log=print):
     d.stop()
     failures += [f"final: {p}" for p in final]
     left = leftovers(data)
+    # What killed writes left behind, a fragments vacuum removes (their files
+    # are older than -vacuum-grace by now); the data stay as they were.
+    time.sleep(1.5)
+    d = Daemon(exe, data, args=FLAGS)
+    c = d.client()
+    vac = {}
+    for arr in ("sp", "dn"):
+        vac[arr] = action(c, "vacuum", {"array": arr, "mode": "fragments"})
+    try:
+        final, _ = _check(data, c, m, "none", {}, False)
+    except Exception as e:  # noqa: BLE001
+        final = [f"check after vacuum failed: {type(e).__name__}: {e}"]
+    failures += [f"after vacuum: {p}" for p in final]
+    c.close()
+    d.stop()
+    after_vacuum = leftovers(data)
+    if after_vacuum:
+        failures.append(f"vacuum left {len(after_vacuum)} uncommitted fragments: {after_vacuum[:3]}")
     return {"trials": trials, "seconds": round(time.monotonic() - t_start, 1), "by_kind": by_kind,
             "calibration_ms": {k: round(v * 1000, 1) for k, v in dur.items()},
-            "leftover_fragments": len(left), "leftover_examples": left[:5], "failures": failures}
+            "leftover_fragments": len(left), "leftover_examples": left[:5],
+            "vacuum_removed_uncommitted": sum(len(v.get("uncommitted", [])) for v in vac.values()),
+            "leftover_after_vacuum": len(after_vacuum), "failures": failures}

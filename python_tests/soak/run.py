@@ -15,15 +15,15 @@ import importlib
 from .lib import flightd_binary, summary_line
 
 FULL = {
-    "kill9": dict(trials=140),
+    "kill9": dict(trials=150),
     "corrupt": dict(trials=600),
     "load": dict(clients=32, seconds=60, rounds=2),
-    "evil": dict(idle_conns=300, never_read=16),
+    "evil": dict(idle_conns=300, never_read=12),
 }
 SHORT = {
-    "kill9": dict(trials=14),
+    "kill9": dict(trials=10),
     "corrupt": dict(trials=60),
-    "load": dict(clients=8, seconds=5, rounds=2),
+    "load": dict(clients=8, seconds=5, rounds=2, quiet=3),
     "evil": dict(idle_conns=60, never_read=4),
 }
 MODULES = {n: importlib.import_module("soak." + n) for n in ("kill9", "corrupt", "load", "evil")}

@@ -44,6 +44,9 @@ func Resolve(a *array.Array, q *query.Query) (*Plan, error) {
 		p.Columns = append([]string(nil), q.Columns...)
 	}
 
+	if a.B2ND != nil && (q.Filter != "" || q.Aggregates != nil) {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", q.Array)
+	}
 	if q.Filter != "" {
 		c, err := cond.Compile(q.Filter, s)
 		if err != nil {

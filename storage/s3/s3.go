@@ -593,6 +593,9 @@ func (s *Store) hasChildren(ctx context.Context, dir string) (bool, error) {
 	return len(out.Contents) > 0, nil
 }
 
+// maxKnownDirs bounds the directories Put remembers to have checked.
+const maxKnownDirs = 4096
+
 // Put stores the object with one PUT, which S3 makes visible whole or not
 // at all. Before it, the filesystem rules are checked: no ancestor of key
 // is an object and key is not a directory.
@@ -645,6 +648,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	}
 	s.blocks.dropKey(key)
 	s.dirMu.Lock()
+	if len(s.dirs) > maxKnownDirs {
+		// Every DoPut makes a new fragment directory: start over rather
+		// than grow for the life of the daemon.
+		clear(s.dirs)
+	}
 	for d := path.Dir(key); d != "."; d = path.Dir(d) {
 		s.dirs[d] = true
 	}

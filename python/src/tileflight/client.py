@@ -120,15 +120,20 @@ class Client:
         # An endpoint without locations (tileflight's own) is read from this
         # daemon; one with locations from the first of them.
         for loc in ep.locations:
-            uri = loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)
-            if not uri or uri.startswith("arrow-flight-reuse-connection:") or uri == self.uri:
-                return self._flight
-            with self._lock:
-                c = self._peers.get(uri)
-                if c is None:
-                    c = self._peers[uri] = self._new_flight_client(uri)
-            return c
+            return self._for_location(loc)
         return self._flight
+
+    def _for_location(self, loc: Optional[fl.Location]) -> fl.FlightClient:
+        if loc is None:
+            return self._flight
+        uri = loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)
+        if not uri or uri.startswith("arrow-flight-reuse-connection:") or uri == self.uri:
+            return self._flight
+        with self._lock:
+            c = self._peers.get(uri)
+            if c is None:
+                c = self._peers[uri] = self._new_flight_client(uri)
+        return c
 
     def close(self) -> None:
         """Close the connection (and those opened to other endpoints' locations)."""
@@ -214,25 +219,31 @@ class Client:
     # -- lifecycle (DESIGN.md section 5) -------------------------------------------
 
     def consolidate(self, name: str, mode: str = "fragments",
-                    timestamp: Optional[_query.Timestamp] = None) -> Any:
+                    timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
         """Consolidate the array as TileDB does (``mode``: fragments, commits,
-        fragment_meta, array_meta)."""
+        fragment_meta, array_meta); returns ``{"mode", "consolidated", "written"}``."""
         return self.action("consolidate", _query.build(name, mode=mode, timestamp=timestamp))
 
-    def vacuum(self, name: str, mode: str = "fragments") -> Any:
-        """Remove what consolidation made obsolete."""
+    def vacuum(self, name: str, mode: str = "fragments") -> Dict[str, Any]:
+        """Remove what consolidation made obsolete (and, for fragments,
+        uncommitted fragments older than the daemon's ``-vacuum-grace``);
+        returns ``{"mode", "removed", "uncommitted"}``."""
         return self.action("vacuum", _query.build(name, mode=mode))
 
-    def delete(self, name: str, filter: str) -> Any:
-        """Delete the cells matching ``filter`` (a TileDB QueryCondition)."""
-        return self.action("delete", _query.build(name, filter=filter))
+    def delete(self, name: str, filter: str, timestamp: Optional[int] = None) -> Any:
+        """Delete the cells matching ``filter`` (a TileDB QueryCondition) from
+        a sparse array, as TileDB's delete does: reads at or after
+        ``timestamp`` (default now) no longer see them."""
+        return self.action("delete", _query.build(name, filter=filter, timestamp=timestamp))
 
     def evolve_schema(self, name: str, add_attributes: Optional[Sequence[Mapping[str, Any]]] = None,
-                      drop_attributes: Optional[Sequence[str]] = None) -> Any:
-        """Add and/or drop attributes."""
-        return self.action("evolve_schema", _query.build(
+                      drop_attributes: Optional[Sequence[str]] = None,
+                      timestamp: Optional[int] = None) -> Dict[str, Any]:
+        """Add attributes (schema JSON attribute objects) and/or drop them by
+        name; returns the new schema."""
+        return dict(self.action("evolve_schema", _query.build(
             name, add_attributes=list(add_attributes) if add_attributes else None,
-            drop_attributes=list(drop_attributes) if drop_attributes else None))
+            drop_attributes=list(drop_attributes) if drop_attributes else None, timestamp=timestamp)))
 
     def commit_fragments(self, name: str, fragments: Sequence[str]) -> Any:
         """Make staged fragments (``write(..., stage=True)``) visible, all at once."""
@@ -275,14 +286,41 @@ class Client:
             raise from_arrow(e) from e
 
     def endpoint_batches(self, ep: fl.FlightEndpoint) -> Iterator[pa.RecordBatch]:
-        """The record batches of one endpoint, as they arrive."""
-        try:
-            stream = self._for_endpoint(ep).do_get(ep.ticket, options=self._options)
-            for chunk in stream:
-                if chunk.data is not None:
-                    yield chunk.data
-        except _ARROW_ERRORS as e:
-            raise from_arrow(e) from e
+        """The record batches of one endpoint, as they arrive.
+
+        An endpoint of a cluster lists several locations (its preferred node
+        first). A location that cannot be reached, or whose stream breaks off
+        (UNAVAILABLE, a timeout), is left for the next one; a stream cut
+        mid-way resumes there after the rows already yielded. That is sound
+        because a ticket is a query pinned to one timestamp, which every node
+        answers with the same rows in the same order."""
+        locs: List[Optional[fl.Location]] = list(ep.locations) or [None]
+        done = 0
+        for i, loc in enumerate(locs):
+            skip = done
+            try:
+                stream = self._for_location(loc).do_get(ep.ticket, options=self._options)
+                for chunk in stream:
+                    b = chunk.data
+                    if b is None:
+                        continue
+                    if skip:
+                        if b.num_rows <= skip:
+                            skip -= b.num_rows
+                            continue
+                        b, skip = b.slice(skip), 0
+                    done += b.num_rows
+                    yield b
+                if skip:
+                    raise TileflightError(f"endpoint read again from {loc.uri!r} has fewer rows than "
+                                          "the location that failed had already sent")
+                return
+            except (fl.FlightUnavailableError, fl.FlightTimedOutError) as e:
+                if i + 1 < len(locs):
+                    continue  # fail over to the next location
+                raise from_arrow(e) from e
+            except _ARROW_ERRORS as e:
+                raise from_arrow(e) from e
 
     def read(self, name: str, columns: Optional[Sequence[str]] = None,
              subarray: Optional[_query.Subarray] = None, filter: Optional[str] = None,

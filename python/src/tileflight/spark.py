@@ -316,18 +316,13 @@ class TileflightReader(TileflightScanReader):
                     remaining.append(f)
                 else:
                     conds.append((f, cond))
-            # A condition is pushed only if the daemon takes it: one it
+            # A condition is pushed only if the daemon runs it: one it
             # refuses (or a daemon without `filter`) leaves it to Spark.
             for f, cond in conds:
-                trial = dict(self.base)
-                trial["filter"] = " and ".join([*([self.base["filter"]] if "filter" in self.base else []),
-                                                *self.conditions, cond])
-                try:
-                    c.schema(self.array, columns=self.schema.fieldNames(), **trial)
-                except TileflightError:
+                if _runs_filter(c, self.array, self.base.get("timestamp"), ned, cond):
+                    self.conditions.append(cond)
+                else:
                     remaining.append(f)
-                    continue
-                self.conditions.append(cond)
         for f in remaining:
             yield f
 
@@ -384,6 +379,20 @@ def _fits(v: Any, t: str) -> bool:
     if t in ("string_ascii", "string_utf8", "char"):
         return isinstance(v, str)
     return False
+
+
+def _runs_filter(c: Client, array: str, timestamp: Any, ned: Optional[Dict[str, List[Any]]],
+                 cond: str) -> bool:
+    """Whether the daemon runs the condition: a DoGet of one cell with it
+    (a GetSchema would not do: a daemon may parse a filter it cannot run)."""
+    if ned is None:
+        return False
+    try:
+        c.read(array, columns=[next(iter(ned))], subarray={d: (lo, lo) for d, (lo, _) in ned.items()},
+               filter=cond, timestamp=timestamp, progress=False)
+    except TileflightError:
+        return False
+    return True
 
 
 def _non_empty_domain(c: Client, array: str, timestamp: Any,

@@ -1,0 +1,148 @@
+"""The .b2nd read benchmark (issue 9): a 256 MiB float64 Blosc2 NDArray
+written with python-blosc2's defaults (zstd clevel 5 + shuffle, its own
+chunk and block shapes, a contiguous frame), read
+
+  whole:   DoGet of the whole array (column value) from flightd, against
+           python-blosc2 in-process `blosc2.open(path)[:]`
+  1% box:  DoGet of a box of 1 % of the cells (10 % of each side), against
+           python-blosc2 in-process `blosc2.open(path)[box]`
+
+Each round runs the four measurements side by side; the result is the
+median over rounds of the per-round ratios (the machine is shared and
+noisy, so absolute times from different moments do not compare).
+
+Usage: python benchmarks/b2nd_read.py --flightd bin/flightd [--rounds 7] [--append benchmarks/RESULTS.md]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+
+import blosc2
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+
+ROWS, COLS = 4096, 8192  # 32 Mi float64 = 256 MiB
+NAME = "bench/field.b2nd"
+
+
+def make_array(root):
+    p = os.path.join(root, NAME)
+    if os.path.exists(p):
+        return p
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    x = np.arange(ROWS, dtype="f8")[:, None]
+    y = np.arange(COLS, dtype="f8")[None, :]
+    data = 20 + 10 * np.sin(x / 100) * np.cos(y / 100) + (x * COLS + y) * 1e-6
+    blosc2.asarray(data, urlpath=p, mode="w")  # python-blosc2's defaults
+    return p
+
+
+def start_flightd(exe, root):
+    p = subprocess.Popen([exe, "-data", root, "-listen", "127.0.0.1:0", "-log-format", "json",
+                          "-memory-budget", str(1 << 30)], stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        m = re.search(r'"url":"(grpc://[^"]+)"', line)
+        if m:
+            return p, m.group(1)
+    raise RuntimeError("flightd did not start")
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def run(args):
+    root = args.data or tempfile.mkdtemp(prefix="tileflight-b2bench-")
+    path = make_array(root)
+    a = blosc2.open(path)
+    r0, c0 = ROWS * 45 // 100, COLS * 45 // 100
+    r1, c1 = r0 + ROWS // 10, c0 + COLS // 10
+    box_cells = (r1 - r0) * (c1 - c0)
+    fd, url = start_flightd(args.flightd, root)
+    rounds = []
+    try:
+        c = fl.connect(url)
+        whole_t = fl.Ticket(json.dumps({"array": NAME, "columns": ["value"]}).encode())
+        box_t = fl.Ticket(json.dumps({"array": NAME, "columns": ["value"],
+                                      "subarray": {"dim0": [[r0, r1 - 1]], "dim1": [[c0, c1 - 1]]}}).encode())
+        # Warm both (page cache, connections) and check the answers once.
+        t = c.do_get(whole_t).read_all()
+        assert t.num_rows == ROWS * COLS
+        ref = blosc2.open(path)[:]
+        assert np.array_equal(t.column("value").to_numpy(), ref.reshape(-1))
+        tb = c.do_get(box_t).read_all()
+        assert np.array_equal(tb.column("value").to_numpy(), ref[r0:r1, c0:c1].reshape(-1))
+        del ref, t, tb
+        for _ in range(args.rounds):
+            r = {}
+            r["blosc2 whole"], v = timed(lambda: blosc2.open(path)[:])
+            assert v.size == ROWS * COLS
+            del v
+            r["flightd whole"], t = timed(lambda: c.do_get(whole_t).read_all())
+            assert t.num_rows == ROWS * COLS
+            del t
+            r["blosc2 box"], v = timed(lambda: blosc2.open(path)[r0:r1, c0:c1])
+            assert v.size == box_cells
+            r["flightd box"], t = timed(lambda: c.do_get(box_t).read_all())
+            assert t.num_rows == box_cells
+            rounds.append(r)
+        c.close()
+    finally:
+        fd.send_signal(signal.SIGTERM)
+        fd.wait(30)
+    if not args.data:
+        shutil.rmtree(root, ignore_errors=True)
+    whole = statistics.median(r["blosc2 whole"] / r["flightd whole"] for r in rounds)
+    box = statistics.median(r["blosc2 box"] / r["flightd box"] for r in rounds)
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    lines = [
+        "",
+        "## Blosc2 NDArray (.b2nd) reads",
+        "",
+        f"A 256 MiB float64 .b2nd ({ROWS} x {COLS}) written by python-blosc2 {blosc2.__version__} with its defaults",
+        f"(zstd clevel 5 + shuffle, chunks {a.chunks}, blocks {a.blocks}, contiguous frame), read whole and as a",
+        f"1 % box ({r1 - r0} x {c1 - c0}) by flightd DoGet to a pyarrow client and by python-blosc2 in-process",
+        f"(`blosc2.open(path)[...]`, {blosc2.nthreads} threads). {args.rounds} interleaved rounds; ratios are medians of",
+        "per-round ratios (blosc2 time / flightd time: above 1 means flightd is faster).",
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs (shared by other jobs), pyarrow {pa.__version__} (`make bench-b2nd`).",
+        "",
+        "| read | flightd DoGet vs blosc2 in-process (median ratio) | median seconds flightd / blosc2 |",
+        "| --- | ---: | ---: |",
+        f"| whole array | {whole:.2f}x | {med['flightd whole']:.3f} / {med['blosc2 whole']:.3f} |",
+        f"| 1 % box | {box:.2f}x | {med['flightd box']:.4f} / {med['blosc2 box']:.4f} |",
+        "",
+        "Targets: whole >= 0.8x blosc2 in-process; 1 % box faster than blosc2 in-process open + slice.",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.append:
+        with open(args.append, "a") as f:
+            f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flightd", default="bin/flightd")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--append")
+    ap.add_argument("--data", help="keep the benchmark array here (default: a temporary directory)")
+    run(ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+package reader
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// BenchmarkB2NDRead reads $TILEFLIGHT_B2ND_BENCH (a data directory holding
+// bench/field.b2nd, as benchmarks/b2nd_read.py --data leaves it) whole and
+// as a 1 % box.
+func BenchmarkB2NDRead(b *testing.B) {
+	dir := os.Getenv("TILEFLIGHT_B2ND_BENCH")
+	if dir == "" {
+		b.Skip("TILEFLIGHT_B2ND_BENCH is not set")
+	}
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, q string }{
+		{"whole", `{"array": "bench/field.b2nd", "columns": ["value"]}`},
+		{"box", `{"array": "bench/field.b2nd", "columns": ["value"], "subarray": {"dim0": [[1843, 2251]], "dim1": [[3686, 4504]]}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			q, err := query.Parse([]byte(tc.q))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = json.Valid
+			for i := 0; i < b.N; i++ {
+				r, err := Open(context.Background(), st, q, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					rec, err := r.Next(context.Background())
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					rec.Release()
+				}
+				r.Close()
+			}
+		})
+	}
+}
