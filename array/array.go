@@ -19,6 +19,7 @@ import (
 
 	"github.com/tileflight/tileflight/b2nd"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
@@ -75,7 +76,7 @@ type Array struct {
 	// whole domain is non-empty and it has no time travel.
 	B2ND *b2nd.Array
 
-	codec gentile.Codec
+	codec filters.GenericTileCodec
 	cache *Cache
 }
 
@@ -125,7 +126,7 @@ func isArrayListing(entries []storage.Entry) bool {
 // Open opens the array at dir.
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
 	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End,
-		codec: gentile.Codec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
+		codec: filters.GenericTileCodec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
 	if a.End == 0 && !opt.EndSet {
 		a.End = uint64(time.Now().UnixMilli())
 	}

@@ -535,6 +535,7 @@ def plot(chart, path):
             ax.hlines(t, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
         ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
     ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.set_yscale("log")  # ratios span 0.05x to 20x
     ax.set_xticks(list(xs))
     ax.set_xticklabels([k for k, _, _ in chart], rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("flightd speed ratio (median of rounds)")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
@@ -21,7 +22,7 @@ func filterer(key []byte) gentile.Filterer {
 	if len(key) == 0 {
 		return nil
 	}
-	return gentile.Codec{EncryptionKey: key}
+	return filters.GenericTileCodec{EncryptionKey: key}
 }
 
 // consolidateFragmentMeta writes what TileDB's FragmentMetaConsolidator

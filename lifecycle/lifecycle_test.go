@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/schema"
@@ -318,7 +319,7 @@ func TestEncrypted(t *testing.T) {
 	}
 }
 
-func gentileCodec(key []byte) gentile.Unfilterer { return gentile.Codec{EncryptionKey: key} }
+func gentileCodec(key []byte) gentile.Unfilterer { return filters.GenericTileCodec{EncryptionKey: key} }
 
 // TestSparseUnimplemented: what sparse fragment consolidation does not do
 // yet is refused before anything is written.

@@ -505,3 +505,12 @@ def test_consolidate_vacuum_delete_evolve(client, flightd):
     assert set(client.read(sp, columns=["n"]).column("n").to_pylist()) == {7}
     with pytest.raises(tileflight.InvalidArgument):
         client.delete(name, "a < 1")  # dense arrays have no deletes
+
+
+def test_package_installed_and_typed():
+    """make setup installs the package into the venv (pip knows it), and it
+    ships py.typed for type checkers."""
+    import importlib.metadata
+    assert importlib.metadata.version("tileflight") == tileflight.__version__
+    assert os.path.isfile(os.path.join(os.path.dirname(tileflight.__file__), "py.typed"))
+    assert tileflight.connect.__doc__ and tileflight.Client.read.__doc__

@@ -632,3 +632,63 @@ def test_sparse_fragments_with_timestamps_match_tiledb(small, dups):
 
 def as_str(x):
     return x.decode() if isinstance(x, bytes) else x
+
+
+def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
+    """6 more kill -9 trials (36 in all with the test above), during the consolidation of a sparse array's
+    fragments (every cell version rewritten with its timestamp): TileDB
+    reads exactly the data before at every timestamp, we read what TileDB
+    reads, the rerun (which finishes a consolidation killed between its
+    commit and its .vac file) completes and changes nothing."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pristine = str(tmp_path / "pristine")
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10**6), tile=1000, dtype=np.int64))
+    tiledb.Array.create(pristine, tiledb.ArraySchema(domain=dom, sparse=True, capacity=100,
+                                                     attrs=[tiledb.Attr("v", dtype=np.float64)]))
+    rng = np.random.default_rng(3)
+    for t in range(1, 10):
+        ks = np.unique(rng.integers(0, 2000, 600))
+        with tiledb.open(pristine, "w", timestamp=t) as A:
+            A[ks] = {"v": ks * 1.0 + t}
+
+    def view(u, ts=None):
+        with tiledb.open(u, timestamp=ts) as A:
+            r = A.query()[:]
+        return sorted(zip(r["k"].tolist(), r["v"].tolist()))
+
+    want = {t: view(pristine, t) for t in (1, 5, 9)}
+    rnd = random.Random(13)
+    outcomes = set()
+    for trial in range(6):
+        name = f"s{trial}"
+        uri = str(data / name)
+        shutil.copytree(pristine, uri)
+        d = Daemon(flightd_bin, data)
+        c = d.client()
+        errs = []
+        th = threading.Thread(target=lambda: errs.append(_try(lambda: action(c, "consolidate", {"array": name}))))
+        th.start()
+        time.sleep(rnd.uniform(0, 0.15))
+        d.proc.send_signal(signal.SIGKILL)
+        th.join(30)
+        d.stop(check=False)
+        outcomes.add(bool(errs) and errs[0] is None)
+        for t in (1, 5, 9):
+            assert view(uri, t) == want[t], (trial, t)
+        d = Daemon(flightd_bin, data)
+        try:
+            c = d.client()
+            got = read(c, array=name)
+            assert sorted(zip(got.column("k").to_pylist(), got.column("v").to_pylist())) == want[9], trial
+            action(c, "consolidate", {"array": name})
+            action(c, "vacuum", {"array": name})
+            assert len(tiledb.array_fragments(uri)) == 1, trial
+            assert not [f for f in os.listdir(os.path.join(uri, "__commits")) if f.endswith(".pending")], trial
+            for t in (1, 5, 9):
+                assert view(uri, t) == want[t], (trial, t)
+        finally:
+            d.stop()
+        shutil.rmtree(uri)
+    print("sparse kill -9 trials: finished before the kill", outcomes)
+    assert False in outcomes, "every consolidation finished before its kill"

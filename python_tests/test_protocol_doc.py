@@ -101,6 +101,10 @@ def test_examples_run(daemons, tmp_path):
             [r] = client.do_action(fl.Action("create_array", json.dumps(sch).encode()))
             [d] = client.do_action(fl.Action("describe", json.dumps({"array": sch["array"]}).encode()))
             got = json.loads(d.body.to_pybytes())
+            if sch["type"] == "b2nd":
+                assert got["shape"] == sch["shape"], (where, got)
+                ran["schema"] = ran.get("schema", 0) + 1
+                continue
             for key in ("type", "cell_order", "tile_order", "capacity", "allows_duplicates"):
                 assert got[key] == sch[key], (where, key, got[key])
             assert [x["name"] for x in got["dimensions"]] == [x["name"] for x in sch["dimensions"]]

@@ -113,6 +113,10 @@ func b2ndField(a *array.Array, c string) (arrow.Field, error) {
 	return arrow.Field{}, errkind.Errorf(errkind.InvalidArgument, "array %s has no column %q (columns: %s)", a.Dir, c, strings.Join(allColumns(a), ", "))
 }
 
+// b2ndGroupBytes caps the decoded bytes of one group of block-rows (a
+// variable for the benchmark that compares group sizes).
+var b2ndGroupBytes int64 = 64 << 20
+
 // interval is an inclusive range of coordinates of one dimension.
 type interval struct{ lo, hi int64 }
 
@@ -547,36 +551,59 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 		per[d] = s.touched(d, s.ranges[d])
 	}
 	s.dropChunks()
+	// A group is up to k consecutive block-rows of the outer dimension
+	// inside one chunk: its blocks are decoded in parallel, then emitted.
+	// k keeps a group's decoded blocks within a quarter of the memory
+	// budget (at most 64 MiB), so that several blocks decode at once even
+	// when a block-row is a single block.
+	rowBlocks := int64(1)
+	for d := range per {
+		if d != outer {
+			rowBlocks *= int64(len(per[d]))
+		}
+	}
+	budget := min(s.opt.MemoryBudget/4, b2ndGroupBytes)
+	k := max(int64(1), budget/max(rowBlocks*int64(s.a.BlockNBytes()), 1))
+	cs, bs := s.a.ChunkShape[outer], s.a.BlockShape[outer]
 	lastOuterChunk := int64(-1)
 	c := make([]int64, s.nd)
 	for _, iv := range s.ranges[outer] {
-		err := s.split(outer, iv, func(lo, hi int64) error {
-			if ch := lo / s.a.ChunkShape[outer]; ch != lastOuterChunk {
+		for lo := iv.lo; lo <= iv.hi; {
+			ch := lo / cs
+			b0 := (lo % cs) / bs
+			hi := min(iv.hi, ch*cs+min((b0+k)*bs, cs)-1)
+			if ch != lastOuterChunk {
 				s.dropChunks()
 				lastOuterChunk = ch
 			} else {
 				s.releaseBlocks()
 			}
 			grp := append([][][2]int64(nil), per...)
-			grp[outer] = [][2]int64{{lo / s.a.ChunkShape[outer], (lo % s.a.ChunkShape[outer]) / s.a.BlockShape[outer]}}
+			grp[outer] = nil
+			for b := b0; b <= (hi%cs)/bs; b++ {
+				grp[outer] = append(grp[outer], [2]int64{ch, b})
+			}
 			if err := s.load(ctx, grp); err != nil {
 				return err
 			}
 			if s.nd == 1 {
-				c[0] = lo
-				buf, off := s.locate(c)
-				return s.emitRun(ctx, buf, off, 1, hi-lo+1, c, 0)
-			}
-			for x := lo; x <= hi; x++ {
-				c[outer] = x
-				if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+				err := s.split(0, interval{lo, hi}, func(a, b int64) error {
+					c[0] = a
+					buf, off := s.locate(c)
+					return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
+				})
+				if err != nil {
 					return err
 				}
+			} else {
+				for x := lo; x <= hi; x++ {
+					c[outer] = x
+					if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+						return err
+					}
+				}
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			lo = hi + 1
 		}
 	}
 	return nil

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
@@ -52,4 +54,43 @@ func BenchmarkB2NDRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestB2NDGroupSizeAB compares, round by round, reads with groups of one
+// block-row against the default group size (set TILEFLIGHT_B2ND_BENCH).
+func TestB2NDGroupSizeAB(t *testing.T) {
+	dir := os.Getenv("TILEFLIGHT_B2ND_BENCH")
+	if dir == "" {
+		t.Skip("TILEFLIGHT_B2ND_BENCH is not set")
+	}
+	st, _ := storage.NewLocal(dir)
+	q, _ := query.Parse([]byte(`{"array": "bench/field.b2nd", "columns": ["value"], "subarray": {"dim0": [[1843, 2251]], "dim1": [[3686, 4504]]}}`))
+	run := func() time.Duration {
+		t0 := time.Now()
+		r, err := Open(context.Background(), st, q, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, err := r.Next(context.Background())
+			if err != nil {
+				break
+			}
+			rec.Release()
+		}
+		r.Close()
+		return time.Since(t0)
+	}
+	def := b2ndGroupBytes
+	defer func() { b2ndGroupBytes = def }()
+	var ratios []float64
+	for i := 0; i < 9; i++ {
+		b2ndGroupBytes = 1
+		one := run()
+		b2ndGroupBytes = def
+		grouped := run()
+		ratios = append(ratios, float64(one)/float64(grouped))
+	}
+	sort.Float64s(ratios)
+	t.Logf("one block-row per group / default groups: median %.2fx (%v)", ratios[len(ratios)/2], ratios)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/filters/codecs"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
@@ -50,7 +51,7 @@ func genericFilterer(key []byte) gentile.Filterer {
 	if len(key) == 0 {
 		return nil
 	}
-	return gentile.Codec{EncryptionKey: key}
+	return filters.GenericTileCodec{EncryptionKey: key}
 }
 
 // encodeGeneric wraps payload in a generic tile, encrypted when key is set.
@@ -75,7 +76,7 @@ func openGeneric(b []byte, file string, key []byte) ([]byte, error) {
 	case h.EncryptionType != 0 && h.EncryptionType != encryptionAES:
 		return nil, fmt.Errorf("%s: encryption type %d: %w", file, h.EncryptionType, errkind.Unimplemented)
 	}
-	_, payload, _, err := gentile.Decode(b, gentile.Codec{EncryptionKey: key})
+	_, payload, _, err := gentile.Decode(b, filters.GenericTileCodec{EncryptionKey: key})
 	if errors.Is(err, codecs.ErrDecrypt) {
 		return nil, errkind.Wrap(errkind.FailedPrecondition, fmt.Errorf("%s: wrong encryption key: %w", file, err))
 	}

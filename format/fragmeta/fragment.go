@@ -89,7 +89,7 @@ type lazy struct {
 
 // Options tune Open; the zero value is fine.
 type Options struct {
-	// Unfilterer decodes generic tiles (nil: gentile.DefaultUnfilterer,
+	// Unfilterer decodes generic tiles (nil: gentile.Plain,
 	// which handles unencrypted TileDB output).
 	Unfilterer gentile.Unfilterer
 }

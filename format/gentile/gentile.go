@@ -4,17 +4,17 @@
 // array metadata.
 //
 // The header is decoded here; the chunked tile body goes through an
-// Unfilterer / Filterer, by default Codec, which runs the complete filter
-// pipeline of package filters (so encrypted and unusual generic tiles
-// work too).
+// Unfilterer / Filterer. Without one (nil), Plain handles what TileDB
+// writes for an unencrypted generic tile: a gzip pipeline (or none). Any
+// other pipeline, and encryption, need the complete runner of package
+// filters (filters.GenericTileCodec), which sits above format: format
+// only describes the small interface it needs.
 package gentile
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/wire"
@@ -86,7 +86,7 @@ func Decode(b []byte, u Unfilterer) (Header, []byte, int, error) {
 		return h, nil, 0, fmt.Errorf("%w: generic tile: persisted size %d exceeds the %d bytes left", wire.ErrTruncated, h.PersistedSize, len(rest))
 	}
 	if u == nil {
-		u = DefaultUnfilterer
+		u = Plain{}
 	}
 	payload, err := u.UnfilterTile(&h, rest[:h.PersistedSize])
 	if err != nil {
@@ -131,7 +131,7 @@ func Encode(payload []byte, version uint32, f Filterer) ([]byte, error) {
 		},
 	}
 	if f == nil {
-		f = DefaultUnfilterer
+		f = Plain{}
 	}
 	body, err := f.FilterTile(&h, payload)
 	if err != nil {
@@ -153,95 +153,11 @@ func Encode(payload []byte, version uint32, f Filterer) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
-// maxDeflateRatio bounds how much deflate can expand (about 1032:1): a
-// header claiming more for a gzip-only tile is corrupt.
-const maxDeflateRatio = 1100
-
-// maxOtherTile bounds the payload of generic tiles with other pipelines,
-// whose compression ratio has no useful bound (TileDB only writes gzip).
-const maxOtherTile = 64 << 20
-
-// Codec unfilters and filters generic tiles with the complete filter
-// pipeline runner (package filters): any pipeline, and encrypted tiles
-// when EncryptionKey holds the array's AES-256-GCM key.
-type Codec struct {
-	EncryptionKey []byte
-}
-
-// DefaultUnfilterer is the Codec without a key: every unencrypted
-// generic tile.
-var DefaultUnfilterer = Codec{}
+// EncryptionAES256GCM is the header's encryption type of an encrypted
+// tile (0 is none).
+const EncryptionAES256GCM = 1
 
 // ErrKeyRequired is wrapped when an encrypted tile is decoded without a
 // key. It is of kind FailedPrecondition: the file is fine, and the fix is
 // the operator's (configure the array's key), not the client's.
 var ErrKeyRequired = errkind.Errorf(errkind.FailedPrecondition, "the array is encrypted (AES-256-GCM) and no key was given")
-
-func (c Codec) pipeline(h *Header) (*filters.Pipeline, error) {
-	if h.EncryptionType != 0 && len(c.EncryptionKey) == 0 {
-		// The file is fine; the caller did not give the key.
-		return nil, fmt.Errorf("encrypted generic tile (encryption type %d): %w", h.EncryptionType, ErrKeyRequired)
-	}
-	if h.EncryptionType == 0 && h.Filters.Has(pipeline.AES256GCM) {
-		return nil, fmt.Errorf("%w: unencrypted generic tile with an encryption filter", wire.ErrCorrupt)
-	}
-	dt := h.Datatype
-	cvn := uint32(1)
-	if sz := uint64(dt.Size()); sz > 0 && h.CellSize > sz && h.CellSize%sz == 0 && h.CellSize/sz <= 1<<20 {
-		cvn = uint32(h.CellSize / sz)
-	}
-	var key []byte
-	if h.EncryptionType != 0 {
-		key = c.EncryptionKey
-	}
-	p, err := filters.New(h.Filters, dt, cvn, h.Version, filters.Options{EncryptionKey: key})
-	if err != nil {
-		// TileDB writes generic tiles with a gzip pipeline (and AES when
-		// encrypted): a header whose pipeline cannot even be built (a
-		// gzip level of 56, an unknown datatype) was damaged, and that is
-		// DataLoss, not a missing feature (found by the corruption
-		// campaign, python_tests/soak/corrupt.py).
-		return nil, fmt.Errorf("%w: generic tile header: %v", wire.ErrCorrupt, err)
-	}
-	return p, nil
-}
-
-// UnfilterTile implements Unfilterer.
-func (c Codec) UnfilterTile(h *Header, b []byte) ([]byte, error) {
-	limit := uint64(maxOtherTile)
-	switch {
-	case h.Filters.Empty() && h.EncryptionType == 0:
-		limit = uint64(len(b))
-	case len(h.Filters.Filters) == 1 && h.Filters.Filters[0].Type == pipeline.Gzip:
-		limit = max(limit, uint64(len(b))*maxDeflateRatio+pipeline.DefaultMaxChunkSize)
-	}
-	if h.TileSize > limit {
-		return nil, fmt.Errorf("%w: tile size %d is impossible for %d filtered bytes", wire.ErrCorrupt, h.TileSize, len(b))
-	}
-	p, err := c.pipeline(h)
-	if err != nil {
-		return nil, err
-	}
-	return p.UnfilterTile(make([]byte, h.TileSize), b)
-}
-
-// EncryptionAES256GCM is the header's encryption type of an encrypted
-// tile (0 is none).
-const EncryptionAES256GCM = 1
-
-// FilterTile implements Filterer. With a key it encrypts the way TileDB
-// encrypts every generic tile of an encrypted array: the header is marked
-// AES-256-GCM and the AES filter is appended to its pipeline (Encode
-// writes the header after filtering, so the file says what was done).
-func (c Codec) FilterTile(h *Header, data []byte) ([]byte, error) {
-	if len(c.EncryptionKey) != 0 && h.EncryptionType == 0 {
-		h.EncryptionType = EncryptionAES256GCM
-		h.Filters.Filters = append(slices.Clip(h.Filters.Filters),
-			pipeline.Filter{Type: pipeline.AES256GCM, Reinterpret: datatype.Any})
-	}
-	p, err := c.pipeline(h)
-	if err != nil {
-		return nil, err
-	}
-	return p.FilterTile(data)
-}

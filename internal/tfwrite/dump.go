@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/fragmeta"
-	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
@@ -49,7 +49,7 @@ func dumpArray(ctx context.Context, st storage.Store, dir string, encKey []byte,
 			}
 			return b[off : off+n], nil
 		}
-		fr, err := fragmeta.Open(read, uint64(len(b)), l, n.FormatVersion(), &fragmeta.Options{Unfilterer: gentile.Codec{EncryptionKey: encKey}})
+		fr, err := fragmeta.Open(read, uint64(len(b)), l, n.FormatVersion(), &fragmeta.Options{Unfilterer: filters.GenericTileCodec{EncryptionKey: encKey}})
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}

@@ -40,7 +40,7 @@ type cached struct {
 }
 
 // DefaultCacheBytes is the daemon's default decoded-tile cache size.
-const DefaultCacheBytes = 64 << 20
+const DefaultCacheBytes = 32 << 20
 
 // NewCache returns a cache of at most maxBytes decoded bytes; maxBytes <= 0
 // returns nil, which caches nothing (a nil *Cache is valid and empty).
