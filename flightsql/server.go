@@ -75,16 +75,19 @@ func New(svc *flight.Service, log zerolog.Logger, version string) (aflight.Fligh
 		flightsql.SqlInfoDDLSchema:                                  false,
 		flightsql.SqlInfoDDLTable:                                   false,
 		flightsql.SqlInfoIdentifierQuoteChar:                        `"`,
-		flightsql.SqlInfoQuotedIdentifierCase:                       int64(1), // case sensitive
-		flightsql.SqlInfoIdentifierCase:                             int64(1),
-		flightsql.SqlInfoAllTablesAreASelectable:                    true,
-		flightsql.SqlInfoNullOrdering:                               int64(1), // nulls sorted low (at the start ascending)
-		flightsql.SqlInfoSearchStringEscape:                         `\`,
-		flightsql.SqlInfoSchemaTerm:                                 "schema",
-		flightsql.SqlInfoCatalogTerm:                                "catalog",
-		flightsql.SqlInfoTransactionsSupported:                      false,
-		flightsql.SqlInfoSupportsColumnAliasing:                     true,
-		flightsql.SqlInfoSupportsExpressionsInOrderBy:               true,
+		// Tables are written schema.table: the catalog is not part of a
+		// table's name in statements (tools then leave it out).
+		flightsql.SqlInfoCatalogsSupportedActions:     int32(0),
+		flightsql.SqlInfoQuotedIdentifierCase:         int64(1), // case sensitive
+		flightsql.SqlInfoIdentifierCase:               int64(1),
+		flightsql.SqlInfoAllTablesAreASelectable:      true,
+		flightsql.SqlInfoNullOrdering:                 int64(1), // nulls sorted low (at the start ascending)
+		flightsql.SqlInfoSearchStringEscape:           `\`,
+		flightsql.SqlInfoSchemaTerm:                   "schema",
+		flightsql.SqlInfoCatalogTerm:                  "catalog",
+		flightsql.SqlInfoTransactionsSupported:        false,
+		flightsql.SqlInfoSupportsColumnAliasing:       true,
+		flightsql.SqlInfoSupportsExpressionsInOrderBy: true,
 	} {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
 			return nil, nil, err

@@ -123,7 +123,15 @@ type compiled struct {
 
 // compile parses, binds and plans a statement with one row of
 // parameters (nil: none).
-func (s *Server) compile(ctx context.Context, text string, params []param) (*compiled, error) {
+func (s *Server) compile(ctx context.Context, text string, params []param) (c *compiled, err error) {
+	// A panic while planning fails the statement (Internal), never the
+	// daemon.
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", text).Msg("planning an SQL statement panicked")
+			c, err = nil, fmt.Errorf("internal error planning the statement (a bug, logged by the server): %v", p)
+		}
+	}()
 	sctx, err := s.newContext(ctx)
 	if err != nil {
 		return nil, err
@@ -159,7 +167,7 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (*com
 	if err != nil {
 		return nil, engineErr(err)
 	}
-	c := &compiled{sctx: sctx, node: node}
+	c = &compiled{sctx: sctx, node: node}
 	if q, names, ok := scanOnly(sctx, node); ok {
 		sc, err := s.svc.QuerySchema(ctx, q)
 		if err != nil {
@@ -185,7 +193,14 @@ func stmtKind(st sqlparser.Statement) string {
 
 // parse parses one statement; a syntax error is InvalidArgument and says
 // at which position it failed.
-func parse(sctx *gms.Context, e *sqle.Engine, text string) (sqlparser.Statement, error) {
+func parse(sctx *gms.Context, e *sqle.Engine, text string) (stmt sqlparser.Statement, err error) {
+	// The parser panics on some malformed input (`SELECT''`, found by
+	// FuzzStatement): that is a syntax error too.
+	defer func() {
+		if p := recover(); p != nil {
+			stmt, err = nil, errkind.Errorf(errkind.InvalidArgument, "SQL syntax error: the parser failed on this statement (%v): %q", p, truncate(text))
+		}
+	}()
 	text = gms.RemoveSpaceAndDelimiter(text, ';')
 	if text == "" {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "empty SQL statement; %s", Supported)

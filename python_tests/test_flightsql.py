@@ -562,3 +562,23 @@ def test_tokens(env, flightd_bin):  # noqa: F811
             assert "read-only" in str(e.value), e.value
         with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer wtok"}) as c:
             assert run_ours(c, "SELECT count(*) FROM sqlt.pts").column(0).to_pylist() == [200]
+
+
+def test_b2nd_table(env):
+    """A Blosc2 NDArray is a table of type B2ND (dim0.., value), read by
+    python-blosc2 as the reference."""
+    import blosc2
+    conn, _, daemon = env
+    path = os.path.join(daemon.data, SCHEMA, "grid.b2nd")
+    if not os.path.exists(path):
+        blosc2.asarray(np.arange(60, dtype=np.float64).reshape(6, 10) * 0.5, urlpath=path, mode="w",
+                       chunks=(3, 5), blocks=(1, 5))
+    ref = blosc2.open(path)[:]
+    t = run_ours(conn, 'SELECT dim0, dim1, value FROM sqlt."grid.b2nd" WHERE dim0 = 2 ORDER BY dim1')
+    assert t.column("value").to_pylist() == ref[2, :].tolist()
+    t = run_ours(conn, 'SELECT sum(value), count(*) FROM "sqlt/grid.b2nd" WHERE dim1 BETWEEN 3 AND 6')
+    assert t.column(0).to_pylist() == [float(ref[:, 3:7].sum())] and t.column(1).to_pylist() == [24]
+    types = {r["table_name"]: r["table_type"]
+             for s in conn.adbc_get_objects(depth="tables", catalog_filter="tileflight").read_all().to_pylist()[0]["catalog_db_schemas"]
+             for r in s["db_schema_tables"]}
+    assert types["grid.b2nd"] == "B2ND" and types["dense2d"] == "ARRAY"
