@@ -20,9 +20,11 @@ import (
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // ParseNodeURL checks a node URL: grpc://HOST:PORT or grpc+tls://HOST:PORT.
@@ -46,6 +48,7 @@ type Cluster struct {
 
 	mu    sync.RWMutex
 	live  map[string]bool
+	slow  map[string]int // consecutive checks that timed out, per peer
 	conns map[string]*grpc.ClientConn
 	// next rotates the preferred node between calls, so that results of
 	// one endpoint also spread over the nodes.
@@ -61,7 +64,7 @@ func NewCluster(self string, peers []string, interval time.Duration, log zerolog
 	if err != nil {
 		return nil, fmt.Errorf("-advertise: %w", err)
 	}
-	c := &Cluster{self: s, interval: interval, log: log, live: map[string]bool{}, conns: map[string]*grpc.ClientConn{}}
+	c := &Cluster{self: s, interval: interval, log: log, live: map[string]bool{}, slow: map[string]int{}, conns: map[string]*grpc.ClientConn{}}
 	if c.interval <= 0 {
 		c.interval = 2 * time.Second
 	}
@@ -127,9 +130,19 @@ func (c *Cluster) checkAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok := c.check(ctx, p)
+			ok, timedOut := c.check(ctx, p)
 			c.mu.Lock()
 			was, known := c.live[p]
+			// A peer that refuses or fails the check is down at once (a
+			// killed node must leave the endpoints quickly); one that
+			// only answers late is busy, not gone: it stays in until it
+			// has timed out slowChecks times in a row.
+			if timedOut && was {
+				c.slow[p]++
+				ok = c.slow[p] < slowChecks
+			} else {
+				c.slow[p] = 0
+			}
 			c.live[p] = ok
 			c.mu.Unlock()
 			if !known || was != ok {
@@ -144,13 +157,21 @@ func (c *Cluster) checkAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// check asks the peer's health service whether it serves Flight.
-func (c *Cluster) check(ctx context.Context, peer string) bool {
+// slowChecks is how many health checks in a row a live peer may time out
+// before it is left out of the endpoints.
+const slowChecks = 3
+
+// check asks the peer's health service whether it serves Flight; timedOut
+// says the only fault was that no answer came in time.
+func (c *Cluster) check(ctx context.Context, peer string) (ok, timedOut bool) {
 	cctx, cancel := context.WithTimeout(ctx, min(c.interval, time.Second))
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(c.conns[peer]).Check(cctx,
 		&healthpb.HealthCheckRequest{Service: "arrow.flight.protocol.FlightService"})
-	return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	if err != nil {
+		return false, status.Code(err) == codes.DeadlineExceeded && ctx.Err() == nil
+	}
+	return resp.GetStatus() == healthpb.HealthCheckResponse_SERVING, false
 }
 
 // Nodes returns this node and the live peers, in the configured order.

@@ -1,11 +1,17 @@
 package flight
 
 import (
+	"context"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func TestParseNodeURL(t *testing.T) {
@@ -89,5 +95,53 @@ func TestClusterAssign(t *testing.T) {
 	}
 	if _, err := NewCluster("127.0.0.1:1", nil, 0, zerolog.Nop()); err == nil {
 		t.Fatal("-advertise without a scheme accepted")
+	}
+}
+
+// TestClusterSlowPeerStays checks the health rule: a live peer whose
+// checks only time out (a busy node) stays in for slowChecks-1 checks, and
+// a peer that refuses connections (a killed node) is left out at once.
+func TestClusterSlowPeerStays(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delay atomic.Int64
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		time.Sleep(time.Duration(delay.Load()))
+		return h(ctx, req)
+	}))
+	hs := health.NewServer()
+	hs.SetServingStatus("arrow.flight.protocol.FlightService", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	peer := "grpc://" + lis.Addr().String()
+	c, err := NewCluster("grpc://127.0.0.1:1", []string{peer}, 100*time.Millisecond, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	live := func() bool { return len(c.Nodes()) == 2 }
+	if c.checkAll(ctx); !live() {
+		t.Fatal("a serving peer is not live")
+	}
+	delay.Store(int64(300 * time.Millisecond))
+	for i := 1; i < slowChecks; i++ {
+		if c.checkAll(ctx); !live() {
+			t.Fatalf("left out after %d slow checks; want %d", i, slowChecks)
+		}
+	}
+	if c.checkAll(ctx); live() {
+		t.Fatalf("still live after %d slow checks", slowChecks)
+	}
+	delay.Store(0)
+	if c.checkAll(ctx); !live() {
+		t.Fatal("a peer answering again is not live")
+	}
+	srv.Stop()
+	if c.checkAll(ctx); live() {
+		t.Fatal("a stopped peer is still live")
 	}
 }
