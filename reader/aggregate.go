@@ -359,7 +359,7 @@ func (s *aggSource) Close() {
 
 // AggregateSchema is the schema of the one-row result of p's aggregates.
 func AggregateSchema(p *plan.Plan) (*arrow.Schema, error) {
-	s := p.Array.Schema
+	s := aggSchema(p)
 	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
 	if err != nil {
 		return nil, err
@@ -376,9 +376,21 @@ func AggregateSchema(p *plan.Plan) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, nil), nil
 }
 
+// aggSchema is the schema aggregates are bound against: a .b2nd's with
+// its typed fields.
+func aggSchema(p *plan.Plan) *schema.ArraySchema {
+	if p.Array.B2ND != nil {
+		return plan.B2NDTypedSchema(p.Array)
+	}
+	return p.Array.Schema
+}
+
 // openAggregate plans the read of the fields the aggregates need and
 // wraps it in an aggSource.
 func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
+	if p.Array.B2ND != nil {
+		return openB2NDAggregate(ctx, p, opt)
+	}
 	s := p.Array.Schema
 	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/storage"
 )
@@ -123,24 +125,39 @@ type interval struct{ lo, hi int64 }
 type b2ndCol struct {
 	dim   int // >= 0: a dimension column
 	field b2nd.Field
-	af    arrow.Field
 	vals  []byte
 	coord []int64
 }
+
+func (c *b2ndCol) name(p *plan.Plan) string {
+	if c.dim >= 0 {
+		return p.Array.Schema.Dimensions[c.dim].Name
+	}
+	return c.field.Name
+}
+
+// b2ndPassColumn names the column of pass flags an aggregate's inner read
+// gets (see newB2NDSource).
+const b2ndPassColumn = "__pass"
 
 type b2ndSource struct {
 	p      *plan.Plan
 	a      *b2nd.Array
 	schema *arrow.Schema
 	opt    Options
-	cols   []*b2ndCol
-	ranges [][]interval
-	rows   int // rows in the current batch
-	left   int64
-	out    chan arrow.RecordBatch
-	errc   chan error
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	// cols are the returned columns (the first nout) and then those only
+	// the filter reads.
+	cols    []*b2ndCol
+	nout    int
+	prog    *eval.Program
+	passCol bool
+	ranges  [][]interval
+	rows    int // rows in the current batch
+	left    int64
+	out     chan arrow.RecordBatch
+	errc    chan error
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
 	// blocks decoded for the current group, by chunk and block number.
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
@@ -160,21 +177,23 @@ type openChunk struct {
 	block0 []byte // decoded block 0 when the chunk uses the delta filter
 }
 
-func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource, error) {
+// newB2NDSource starts reading p. With a filter, cells failing it are
+// returned with every field zero (the fill value of a .b2nd), as TileDB
+// returns the fill value in the failing cells of a dense read; with
+// passCol (aggregates) they are returned as they are and a last boolean
+// column, b2ndPassColumn, tells which cells pass.
+func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool) (*b2ndSource, error) {
 	a := p.Array.B2ND
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
-	}
-	if p.Query != nil && (p.Query.Filter != "" || p.Query.Aggregates != nil) {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", p.Array.Dir)
 	}
 	sch, err := B2NDSchema(p.Array, p.Columns)
 	if err != nil {
 		return nil, err
 	}
-	s := &b2ndSource{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit}
-	for i, c := range p.Columns {
-		col := &b2ndCol{dim: p.Array.Schema.DimensionIndex(c), af: sch.Field(i)}
+	s := &b2ndSource{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit, nout: len(p.Columns), passCol: passCol}
+	newCol := func(c string) *b2ndCol {
+		col := &b2ndCol{dim: p.Array.Schema.DimensionIndex(c)}
 		if col.dim < 0 {
 			for _, f := range a.Dtype.Fields {
 				if f.Name == c {
@@ -182,7 +201,24 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options) (*b2ndSource,
 				}
 			}
 		}
-		s.cols = append(s.cols, col)
+		return col
+	}
+	for _, c := range p.Columns {
+		s.cols = append(s.cols, newCol(c))
+	}
+	if p.Cond != nil {
+		// The fields the condition reads that the query does not return
+		// are gathered too, after the returned ones.
+		s.prog = eval.New(p.Cond)
+		for _, cf := range p.Cond.Fields {
+			if !contains(p.Columns, cf.Name) && !slices.ContainsFunc(s.cols[s.nout:], func(c *b2ndCol) bool { return c.name(p) == cf.Name }) {
+				s.cols = append(s.cols, newCol(cf.Name))
+			}
+		}
+		if passCol {
+			fs := append(sch.Fields(), arrow.Field{Name: b2ndPassColumn, Type: arrow.FixedWidthTypes.Boolean})
+			s.schema = arrow.NewSchema(fs, nil)
+		}
 	}
 	if !p.Empty {
 		for d := range a.Shape {
@@ -279,7 +315,7 @@ func (s *b2ndSource) flush(ctx context.Context) error {
 	if s.rows == 0 {
 		return nil
 	}
-	arrs := make([]arrow.Array, len(s.cols))
+	arrs := make([]arrow.Array, s.schema.NumFields())
 	defer func() {
 		for _, a := range arrs {
 			if a != nil {
@@ -287,7 +323,31 @@ func (s *b2ndSource) flush(ctx context.Context) error {
 			}
 		}
 	}()
-	for i, c := range s.cols {
+	if s.prog != nil {
+		pass, err := s.filter()
+		if err != nil {
+			return err
+		}
+		if s.passCol {
+			b := arrowarray.NewBooleanBuilder(memPool)
+			b.AppendValues(pass, nil)
+			arrs[len(arrs)-1] = b.NewArray()
+			b.Release()
+		} else {
+			for _, c := range s.cols[:s.nout] {
+				if c.dim >= 0 {
+					continue
+				}
+				sz := c.field.Size
+				for k, ok := range pass {
+					if !ok {
+						clear(c.vals[k*sz : (k+1)*sz])
+					}
+				}
+			}
+		}
+	}
+	for i, c := range s.cols[:s.nout] {
 		if c.dim >= 0 {
 			arrs[i] = arrowconv.Int64Column(c.coord)
 			continue
@@ -313,6 +373,36 @@ func (s *b2ndSource) flush(ctx context.Context) error {
 	}
 	s.newBatch()
 	return nil
+}
+
+// filter evaluates the condition over the cells of the current batch.
+func (s *b2ndSource) filter() ([]bool, error) {
+	pass := make([]bool, s.rows)
+	err := s.prog.Eval(func(name string) (eval.Column, error) {
+		for _, c := range s.cols {
+			if c.name(s.p) != name {
+				continue
+			}
+			if c.dim >= 0 {
+				return eval.Column{Data: arrow.Int64Traits.CastToBytes(c.coord)}, nil
+			}
+			if !c.field.Big || c.field.Size == 1 {
+				return eval.Column{Data: c.vals}, nil
+			}
+			le := make([]byte, len(c.vals))
+			for k := 0; k < len(le); k += c.field.Size {
+				for j := 0; j < c.field.Size; j++ {
+					le[k+j] = c.vals[k+c.field.Size-1-j]
+				}
+			}
+			return eval.Column{Data: le}, nil
+		}
+		return eval.Column{}, fmt.Errorf("no column %q", name)
+	}, pass)
+	if err != nil {
+		return nil, errkind.Wrap(errkind.InvalidArgument, fmt.Errorf("array %s: filter: %w", s.p.Array.Dir, err))
+	}
+	return pass, nil
 }
 
 // emitRun appends n consecutive items (along the last dimension when

@@ -44,11 +44,13 @@ func Resolve(a *array.Array, q *query.Query) (*Plan, error) {
 		p.Columns = append([]string(nil), q.Columns...)
 	}
 
-	if a.B2ND != nil && (q.Filter != "" || q.Aggregates != nil) {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: \"filter\" and \"aggregates\" are not supported on .b2nd arrays yet (read the cells and filter or aggregate client-side)", q.Array)
-	}
 	if q.Filter != "" {
-		c, err := cond.Compile(q.Filter, s)
+		cs := s
+		if a.B2ND != nil {
+			// The condition binds against the typed fields of the dtype.
+			cs = B2NDTypedSchema(a)
+		}
+		c, err := cond.Compile(q.Filter, cs)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", q.Array, err)
 		}
