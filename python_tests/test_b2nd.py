@@ -191,8 +191,9 @@ def test_refusals(client, served):
     expect_code("INVALID_ARGUMENT", read, client, array=name, columns=["nope"])
     expect_code("INVALID_ARGUMENT", read, client, array=name, subarray={"dim0": [[0, 10 ** 6]]})
     expect_code("NOT_FOUND", read, client, array="b2m/none.b2nd")
-    expect_code("UNIMPLEMENTED", read, client, array=name, filter="value > 0")
-    expect_code("UNIMPLEMENTED", read, client, array=name, aggregates={"value": ["sum"]})
+    expect_code("INVALID_ARGUMENT", read, client, array=name, filter="nope > 0")
+    expect_code("INVALID_ARGUMENT", read, client, array=name, filter="dim0 > 0")  # dense: as TileDB
+    expect_code("INVALID_ARGUMENT", read, client, array=name, aggregates={"value": ["null_count"]})
 
 
 def flight_put(client, name, table, subarray=None, layout=None):
@@ -346,3 +347,114 @@ def test_corrupt_and_truncated_frames_are_data_loss(client, flightd):
     msg = expect_code("DATA_LOSS", read, client, array="bad/sparse.b2nd")
     assert "chunk 2" in msg, msg
     assert flightd.alive()
+
+
+def _filter_arrays(root):
+    """Arrays made by python-blosc2 for the filter/aggregate tests: name ->
+    (numpy data, filter, numpy predicate over the field)."""
+    rng = np.random.default_rng(7)
+    f8 = rng.normal(size=(23, 17))
+    f8[rng.random(f8.shape) < 0.1] = np.nan
+    f8[:8, :8] = np.nan  # one whole NaN chunk (special)
+    i2 = (rng.integers(-300, 300, size=(19, 21))).astype(">i2")
+    i2[8:16, :] = 5  # repeated-value chunks
+    u4 = rng.integers(0, 2 ** 32, size=(40,), dtype="<u4")
+    i8 = rng.integers(-2 ** 40, 2 ** 40, size=(6, 7, 5), dtype="<i8")
+    i8[:3, :4, :] = 0  # a zeros chunk
+    f4 = rng.normal(size=(31,)).astype("<f4")
+    bl = rng.random((13, 9)) < 0.4
+    st = np.zeros(29, dtype=[("a", "<i4"), ("b", ">f8")])
+    st["a"] = rng.integers(-50, 50, 29)
+    st["b"] = rng.normal(size=29)
+    arrays = {
+        "f8": (f8, (8, 8), (4, 4)), "i2": (i2, (8, 7), (4, 7)), "u4": (u4, (16,), (8,)),
+        "i8": (i8, (3, 4, 5), (2, 2, 5)), "f4": (f4, (8,), (4,)), "bool": (bl, (5, 4), (5, 2)),
+        "st": (st, (10,), (5,)),
+    }
+    for name, (data, chunks, blocks) in arrays.items():
+        blosc2.asarray(data, urlpath=os.path.join(root, name + ".b2nd"), mode="w", chunks=chunks, blocks=blocks)
+    return {k: v[0] for k, v in arrays.items()}
+
+
+FILTER_CASES = [
+    # array, field, filter, numpy predicate, subarray
+    ("f8", "value", "value > 0.25", lambda v: v > 0.25, {"dim0": [[2, 20]], "dim1": [[0, 16]]}),
+    ("f8", "value", "value != 0.5", lambda v: (v != 0.5), None),  # NaN passes only !=
+    ("f8", "value", "value < 0 or value >= 1", lambda v: (v < 0) | (v >= 1), {"dim0": [[0, 9], [15, 22]]}),
+    ("i2", "value", "value >= -20 and value < 150", lambda v: (v >= -20) & (v < 150), {"dim1": [[3, 18]]}),
+    ("i2", "value", "value in [5, 7, -3]", lambda v: np.isin(v, [5, 7, -3]), None),
+    ("u4", "value", "value > 2000000000", lambda v: v > 2000000000, {"dim0": [[5, 33]]}),
+    ("i8", "value", "not value == 0", lambda v: v != 0, {"dim0": [[1, 5]], "dim2": [[1, 3]]}),
+    ("f4", "value", "value <= 0.1", lambda v: v <= np.float32(0.1), None),
+    ("bool", "value", "value == 1", lambda v: v, {"dim0": [[2, 11]]}),
+    ("st", "b", "b > 0 and a < 20", None, {"dim0": [[3, 27]]}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(FILTER_CASES)))
+def test_filter_and_aggregates_vs_numpy(client, flightd, case):
+    root = os.path.join(flightd.data, "b2f")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        _filter_arrays(root)
+    arr, field, flt, pred, sub = FILTER_CASES[case]
+    name = f"b2f/{arr}.b2nd"
+    data = blosc2.open(os.path.join(flightd.data, name))[...]  # the oracle: what blosc2 decodes
+    idx = tuple(np.concatenate([np.arange(lo, hi + 1) for lo, hi in sub.get(f"dim{d}", [[0, n - 1]])])
+                for d, n in enumerate(data.shape)) if sub else tuple(np.arange(n) for n in data.shape)
+    cube = data[np.ix_(*idx)]
+    if arr == "st":
+        ok = (cube["b"] > 0) & (cube["a"] < 20)
+    else:
+        ok = pred(cube)
+    q = {"array": name, "filter": flt}
+    if sub:
+        q["subarray"] = sub
+    # Every cell of the subarray comes back; failing cells are 0 (the fill value).
+    t = read(client, columns=[field] if arr != "st" else ["a", "b"], **q)
+    fields = ["a", "b"] if arr == "st" else [field]
+    for f in fields:
+        col = cube[f] if arr == "st" else cube
+        want = np.where(ok, col, np.zeros((), col.dtype)).reshape(-1)
+        got = t.column(f).to_numpy(zero_copy_only=False)
+        assert got.shape == want.shape
+        assert np.array_equal(got, want.astype(want.dtype.newbyteorder("=")), equal_nan=want.dtype.kind == "f"), f
+    # A filter on a field that is not returned.
+    if arr == "st":
+        t = read(client, columns=["a"], **q)
+        assert np.array_equal(t.column("a").to_numpy(), np.where(ok, cube["a"], 0).reshape(-1))
+    # Aggregates vs numpy over the passing cells (count: every cell, as TileDB's dense count).
+    vals = (cube[field] if arr == "st" else cube)[ok]
+    if vals.dtype.kind == "b":
+        t = read(client, aggregates={field: ["count"], "*": ["count"]}, **q)
+        assert t.column(f"count({field})")[0].as_py() == cube.size
+        assert t.column("count(*)")[0].as_py() == cube.size
+        expect_code("INVALID_ARGUMENT", read, client, aggregates={field: ["sum"]}, **q)
+        return
+    t = read(client, aggregates={field: ["sum", "min", "max", "mean", "count"], "*": ["count"]}, **q)
+    assert t.num_rows == 1
+    kind = vals.dtype.kind
+    acc = {"i": np.int64, "u": np.uint64, "f": np.float64}[kind]
+    nan = ~np.isnan(vals) if kind == "f" else np.ones(vals.shape, bool)
+    s = t.column(f"sum({field})")
+    assert s.type == {"i": pa.int64(), "u": pa.uint64(), "f": pa.float64()}[kind]
+    want_sum = vals.astype(acc).sum(dtype=acc)
+    if kind == "f":
+        # NaN cells that pass (only with !=) make the sum NaN, as in numpy.
+        assert np.isclose(s[0].as_py(), want_sum, rtol=1e-12, equal_nan=True)
+        assert np.isclose(t.column(f"mean({field})")[0].as_py(), want_sum / len(vals) if len(vals) else np.nan,
+                          rtol=1e-12, equal_nan=True)
+    else:
+        assert s[0].as_py() == int(want_sum)
+        assert t.column(f"mean({field})")[0].as_py() == pytest.approx(float(want_sum) / len(vals), rel=1e-12)
+    # min/max skip NaN (TileDB); numpy's nanmin/nanmax.
+    assert t.column(f"min({field})")[0].as_py() == (vals[nan].min() if nan.any() else 0).item()
+    assert t.column(f"max({field})")[0].as_py() == (vals[nan].max() if nan.any() else 0).item()
+    assert t.column(f"count({field})")[0].as_py() == cube.size
+    assert t.column("count(*)")[0].as_py() == cube.size
+    # Without a filter: over the whole subarray.
+    del q["filter"]
+    t = read(client, aggregates={field: ["sum", "count"]}, **q)
+    whole = (cube[field] if arr == "st" else cube)
+    assert np.isclose(float(t.column(f"sum({field})")[0].as_py()), float(whole.astype(acc).sum(dtype=acc)),
+                      rtol=1e-12, equal_nan=True)
