@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
@@ -151,6 +152,10 @@ type b2ndSource struct {
 	nout    int
 	prog    *eval.Program
 	passCol bool
+	// special, when set (aggregates without a filter, global layout),
+	// takes the cells of the subarray in a special chunk: cells copies
+	// of item (in the dtype's byte order); such chunks are not emitted.
+	special func(item []byte, cells uint64) error
 	ranges  [][]interval
 	rows    int // rows in the current batch
 	left    int64
@@ -181,8 +186,9 @@ type openChunk struct {
 // returned with every field zero (the fill value of a .b2nd), as TileDB
 // returns the fill value in the failing cells of a dense read; with
 // passCol (aggregates) they are returned as they are and a last boolean
-// column, b2ndPassColumn, tells which cells pass.
-func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool) (*b2ndSource, error) {
+// column, b2ndPassColumn, tells which cells pass. special, when not nil
+// (global layout only), takes the special chunks (see trySpecial).
+func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool, special func([]byte, uint64) error) (*b2ndSource, error) {
 	a := p.Array.B2ND
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
@@ -192,6 +198,9 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool)
 		return nil, err
 	}
 	s := &b2ndSource{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit, nout: len(p.Columns), passCol: passCol}
+	if p.Layout == query.LayoutGlobal {
+		s.special = special
+	}
 	newCol := func(c string) *b2ndCol {
 		col := &b2ndCol{dim: p.Array.Schema.DimensionIndex(c)}
 		if col.dim < 0 {
@@ -537,21 +546,9 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 		if _, ok := s.chunks[j.key.chunk]; ok {
 			continue
 		}
-		c, err := s.a.ReadChunk(ctx, j.key.chunk)
-		if err != nil {
+		if _, err := s.openChunk(ctx, j.key.chunk); err != nil {
 			return err
 		}
-		oc := &openChunk{c: c}
-		if c.UsesDelta() {
-			oc.block0 = make([]byte, c.BlockLen(0))
-			if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
-				return s.a.ChunkErr(j.key.chunk, err)
-			}
-		}
-		if c.NBytes != s.a.ChunkNBytes() || c.BlockSize != s.a.BlockNBytes() && c.Special() == b2chunk.SpecialNone {
-			return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block size %d, want %d", c.BlockSize, s.a.BlockNBytes()))
-		}
-		s.chunks[j.key.chunk] = oc
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(s.opt.Workers, 1))
@@ -585,6 +582,72 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	}
 	return nil
 }
+
+// openChunk reads and checks chunk n (with its block 0 decoded when the
+// chunk uses delta) into s.chunks.
+func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
+	c, err := s.a.ReadChunk(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	oc := &openChunk{c: c}
+	if c.UsesDelta() {
+		oc.block0 = make([]byte, c.BlockLen(0))
+		if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
+			c.Close()
+			return nil, s.a.ChunkErr(n, err)
+		}
+	}
+	if c.NBytes != s.a.ChunkNBytes() || c.BlockSize != s.a.BlockNBytes() && c.Special() == b2chunk.SpecialNone {
+		c.Close()
+		return nil, s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block size %d, want %d", c.BlockSize, s.a.BlockNBytes()))
+	}
+	s.chunks[n] = oc
+	return oc, nil
+}
+
+// trySpecial hands the chunk of grp (one chunk per dimension) to
+// s.special when it is a special chunk (zeros, NaN, uninitialized, one
+// repeated value): its cells inside the merged ranges m all hold one item,
+// so aggregates take them at once, without filling any block. The chunk
+// is opened either way (load then reads it no more).
+func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]interval) (bool, error) {
+	if s.special == nil || s.a.ItemSize > 255 {
+		return false, nil
+	}
+	var n int64
+	cells := uint64(1)
+	for d := 0; d < s.nd; d++ {
+		ch := grp[d][0][0]
+		n = n*s.a.ChunksPer[d] + ch
+		lo := ch * s.a.ChunkShape[d]
+		hi := min(lo+s.a.ChunkShape[d], s.a.Shape[d]) - 1
+		k := uint64(0)
+		for _, r := range m[d] {
+			if l, h := max(r.lo, lo), min(r.hi, hi); l <= h {
+				k += uint64(h - l + 1)
+			}
+		}
+		cells *= k
+	}
+	oc, err := s.openChunk(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	if oc.c.Special() == b2chunk.SpecialNone {
+		return false, nil
+	}
+	item := make([]byte, s.a.ItemSize)
+	oc.c.FillSpecial(item, 0)
+	if err := s.special(item, cells); err != nil {
+		return false, err
+	}
+	b2ndSpecialChunks.Add(1)
+	return true, nil
+}
+
+// b2ndSpecialChunks counts the special chunks aggregated whole (tests).
+var b2ndSpecialChunks atomic.Int64
 
 func (s *b2ndSource) getBuf(p *sync.Pool, n int) []byte {
 	if b, ok := p.Get().(*[]byte); ok && len(*b) == n {
@@ -784,11 +847,19 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 				}
 			}
 		}
+		var bidx []int
+		done, err := s.trySpecial(ctx, grp, m)
+		if err != nil {
+			return err
+		}
+		if done {
+			goto next
+		}
 		if err := s.load(ctx, grp); err != nil {
 			return err
 		}
 		// Blocks of this chunk in C order.
-		bidx := make([]int, s.nd)
+		bidx = make([]int, s.nd)
 		for {
 			// The in-subarray intervals of this block per dimension.
 			ivs := make([][]interval, s.nd)
@@ -822,6 +893,7 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 				break
 			}
 		}
+	next:
 		d := s.nd - 1
 		for ; d >= 0; d-- {
 			idx[d]++

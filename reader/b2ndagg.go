@@ -12,9 +12,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"math/bits"
+	"slices"
 
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/tileflight/tileflight/b2nd"
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/plan"
 )
@@ -45,7 +51,35 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 	inner.Limit = -1
 	inner.BatchRows = b2ndAggBatchRows
 	inner.Layout = query.LayoutGlobal
-	bs, err := newB2NDSource(ctx, &inner, opt, true)
+	var special func([]byte, uint64) error
+	if inner.Cond == nil {
+		// Special chunks are taken whole: one item stands for their cells.
+		fields := map[string]b2nd.Field{}
+		for _, f := range p.Array.B2ND.Dtype.Fields {
+			fields[f.Name] = f
+		}
+		special = func(item []byte, cells uint64) error {
+			for _, a := range aggs {
+				var v []byte
+				if f, ok := fields[a.spec.Field]; ok {
+					v = append([]byte(nil), item[f.Offset:f.Offset+f.Size]...)
+					if f.Big {
+						slices.Reverse(v)
+					}
+				}
+				if err := a.addRepeated(v, cells); err != nil {
+					return fmt.Errorf("array %s: %w", p.Array.Dir, err)
+				}
+			}
+			return nil
+		}
+		for _, a := range aggs {
+			if _, ok := fields[a.spec.Field]; !ok && a.spec.Field != "*" && a.spec.Op != "count" {
+				special = nil // a dimension's values differ from cell to cell
+			}
+		}
+	}
+	bs, err := newB2NDSource(ctx, &inner, opt, true, special)
 	if err != nil {
 		return nil, err
 	}
@@ -94,4 +128,59 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 		}
 	}
 	return &Reader{plan: p, schema: src.schema, src: src}, nil
+}
+
+// addRepeated aggregates k cells that all hold value v (little-endian):
+// the cells of a special chunk, taken without filling them.
+func (a *aggState) addRepeated(v []byte, k uint64) error {
+	if k == 0 {
+		return nil
+	}
+	switch a.spec.Op {
+	case "count":
+		a.cells += k
+		return nil
+	case "null_count":
+		return nil
+	case "min", "max":
+		// One copy decides; the others only count.
+		if err := a.add(v, 1, nil, nil, nil, true); err != nil {
+			return err
+		}
+		a.values += k - 1
+		return nil
+	}
+	a.values += k
+	switch {
+	case a.typ.IsFloat():
+		f, _ := rawFloat(a.typ, v)
+		a.fsum += f * float64(k)
+	case a.typ.IsSigned():
+		x := schema.AsInt64(a.typ, v)
+		hi, lo := bits.Mul64(uint64(max(x, -x)), k)
+		if hi != 0 || lo > math.MaxInt64 {
+			a.overflow = true
+			break
+		}
+		p := int64(lo)
+		if x < 0 {
+			p = -p
+		}
+		s := a.isum + p
+		if (p > 0 && s < a.isum) || (p < 0 && s > a.isum) {
+			a.overflow = true
+		}
+		a.isum = s
+	default:
+		hi, lo := bits.Mul64(schema.AsUint64(a.typ, v), k)
+		s := a.usum + lo
+		if hi != 0 || s < a.usum {
+			a.overflow = true
+		}
+		a.usum = s
+	}
+	if a.overflow {
+		return errkind.Errorf(errkind.InvalidArgument, "%s: overflow on sum", a.spec.Column())
+	}
+	return nil
 }

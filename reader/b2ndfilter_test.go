@@ -193,6 +193,54 @@ func TestB2NDFilterAggregates(t *testing.T) {
 				t.Fatalf("column of type %s", a.DataType())
 				return 0
 			}
+			// Without the filter: every cell of the subarray (special chunks
+			// taken whole).
+			before := b2ndSpecialChunks.Load()
+			qa := &query.Query{Array: tc.array + ".b2nd", Subarray: subq, Limit: -1,
+				Aggregates: []query.Aggregate{{Op: "sum", Field: tc.field}, {Op: "min", Field: tc.field}, {Op: "max", Field: tc.field}, {Op: "count", Field: "*"}}}
+			ra, err := Open(ctx, st, qa, Options{Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotAll := readAllRecords(t, ra)
+			ra.Close()
+			var asum float64
+			amin, amax := math.Inf(1), math.Inf(-1)
+			for _, cc := range coords {
+				var item int64
+				for d := range cc {
+					item = item*ba.Shape[d] + cc[d]
+				}
+				v := val(item)
+				asum += v
+				amin, amax = math.Min(amin, v), math.Max(amax, v)
+			}
+			if tc.array == "g_zeros_s" && b2ndSpecialChunks.Load() == before {
+				t.Errorf("no special chunk was aggregated whole")
+			}
+			for i, w := range []float64{asum, amin, amax, float64(len(coords))} {
+				g := gotAll[i]
+				var x float64
+				switch c := g.(type) {
+				case *arrowarray.Float64:
+					x = c.Value(0)
+				case *arrowarray.Int64:
+					x = float64(c.Value(0))
+				case *arrowarray.Uint64:
+					x = float64(c.Value(0))
+				case *arrowarray.Int32:
+					x = float64(c.Value(0))
+				case *arrowarray.Int16:
+					x = float64(c.Value(0))
+				case *arrowarray.Uint16:
+					x = float64(c.Value(0))
+				default:
+					t.Fatalf("column of type %s", g.DataType())
+				}
+				if math.Abs(x-w) > 1e-9*math.Max(1, math.Abs(w)) {
+					t.Errorf("no filter: aggregate %d = %v, want %v", i, x, w)
+				}
+			}
 			mean := math.NaN()
 			if npass > 0 {
 				mean = sum / float64(npass)

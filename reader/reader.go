@@ -136,7 +136,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 	}
 	r := &Reader{plan: p}
 	if p.Array.B2ND != nil {
-		src, err := newB2NDSource(ctx, p, opt, false)
+		src, err := newB2NDSource(ctx, p, opt, false, nil)
 		if err != nil {
 			return nil, err
 		}
