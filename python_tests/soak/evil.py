@@ -194,7 +194,11 @@ def run(exe, workdir, idle_conns=300, never_read=16, seed=1, log=print):
         p.wait()
     ok = _wait(lambda: _running(d) == 0)
     aborted = d.metrics().get("tileflight_doput_aborted_total", 0) - aborted0
-    rows = get(d.client(), array="w").num_rows
+    # A client of the test's own, closed before the settle check: an open
+    # connection holds one FD and three goroutines in the server.
+    rc = d.client()
+    rows = get(rc, array="w").num_rows
+    rc.close()
     frag_dirs = os.listdir(os.path.join(data, "w", "__fragments")) if os.path.isdir(os.path.join(data, "w", "__fragments")) else []
     out["hangups"] = {"doget_killed": kills, "doput_killed": kills, "doput_aborted": aborted,
                       "rows_visible": rows, "fragment_dirs_left": len(frag_dirs), "streams_running_after": _running(d)}
@@ -229,7 +233,12 @@ def run(exe, workdir, idle_conns=300, never_read=16, seed=1, log=print):
         n0 = len(_calls(d, "DoGet"))
         t0 = time.monotonic()
         try:
-            get(c, fl.FlightCallOptions(timeout=timeout), array="big")
+            # A slow consumer (small batches, a pause after each): the call
+            # outlasts its deadline however fast the machine reads "big".
+            r = c.do_get(fl.Ticket(json.dumps({"array": "big", "batch_rows": 1024}).encode()),
+                         options=fl.FlightCallOptions(timeout=timeout))
+            for _ in r:
+                time.sleep(0.01)
             code = "OK"
         except Exception as e:  # noqa: BLE001
             code = grpc_code(e)
@@ -258,7 +267,11 @@ def run(exe, workdir, idle_conns=300, never_read=16, seed=1, log=print):
         failures.append(f"DoPut with deadline 0.5s: {code} after {el:.2f}s, the server's call lasted {srv:.2f}s ({st})")
     c.close()
     ok = _wait(lambda: _running(d) == 0)
-    rows = get(d.client(), array="w").num_rows
+    # A client of the test's own, closed before the settle check: an open
+    # connection holds one FD and three goroutines in the server.
+    rc = d.client()
+    rows = get(rc, array="w").num_rows
+    rc.close()
     out["deadlines"] = dl
     if not ok or rows != 0:
         failures.append(f"after deadlines: {_running(d)} streams running, {rows} rows visible")
