@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.flight as fl
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 ROWS, COLS = 4096, 8192  # 32 Mi float64 = 256 MiB
 NAME = "bench/field.b2nd"
 
@@ -131,7 +133,7 @@ def run(args):
     text = "\n".join(lines)
     print(text)
     if args.append:
-        with open(args.append, "a") as f:
+        with resultsfile.section(args.append, "b2nd") as f:
             f.write(text)
 
 

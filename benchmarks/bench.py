@@ -43,6 +43,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import tiledb
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 MiB = 1 << 20
 
 # ------------------------------------------------------------------ arrays
@@ -510,15 +512,8 @@ def report(args, cases, results, elapsed):
     text = "\n".join(head)
     print(text)
     if args.out:
-        # Sections other harnesses append (e.g. `make bench-s3`) are kept.
-        kept = ""
-        if os.path.exists(args.out):
-            old = open(args.out).read()
-            m = re.search(r"^## S3 and clusters", old, re.M)
-            if m:
-                kept = "\n" + old[m.start():]
-        with open(args.out, "w") as f:
-            f.write(text + kept)
+        # The other harnesses' sections (make bench-s3, ...) are kept.
+        resultsfile.write_section(args.out, "bench", text, first=True)
         plot(chart, os.path.join(os.path.dirname(args.out), "results.png"))
 
 

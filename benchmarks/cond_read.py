@@ -35,6 +35,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import tiledb
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 SPARSE_CELLS = 10_000_000
 ROWS, COLS = 4096, 8192
 COND = "v < 0.01"
@@ -196,7 +198,7 @@ def run(args):
     text = "\n".join(lines)
     print(text)
     if args.out:
-        with open(args.out, "a") as f:
+        with resultsfile.section(args.out, "cond") as f:
             f.write(text)
 
 

@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import tiledb
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 ROWS, COLS = 4096, 8192  # 32 Mi float64 cells = 256 MiB
 TILE_ROWS = 256          # tiles of 256 x 8192 = 16 MiB, full rows
 NAME = "bench/dense"
@@ -195,7 +197,7 @@ def run(args):
     text = "\n".join(lines)
     print(text)
     if args.out:
-        with open(args.out, "w") as f:
+        with resultsfile.section(args.out, "flight") as f:
             f.write(text)
 
 

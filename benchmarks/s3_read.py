@@ -43,6 +43,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python_tests"))
 import flight_read as fr  # noqa: E402
 from s3_fixture import S3_ENV, Moto, free_port, tiledb_s3_config, upload_tree  # noqa: E402
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 NBYTES = fr.ROWS * fr.COLS * 8
 
 
@@ -205,7 +207,7 @@ def run(args):
     text = "\n".join(lines)
     print(text)
     if args.out:
-        with open(args.out, "a") as f:
+        with resultsfile.section(args.out, "s3") as f:
             f.write(text)
 
 

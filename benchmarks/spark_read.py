@@ -36,6 +36,8 @@ import pyarrow.parquet as pq  # noqa: E402
 import tileflight  # noqa: E402
 from flight_read import COLS, NAME, ROWS, make_array, start_flightd  # noqa: E402
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 
 def export_parquet(client, path):
     """The array's x, y, v into one Parquet file (snappy, 1 Mi-row groups), streamed."""
@@ -141,7 +143,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        with open(args.out, "a") as fh:
+        with resultsfile.section(args.out, "spark") as fh:
             fh.write(text)
 
 

@@ -33,6 +33,8 @@ import adbc_driver_flightsql.dbapi as adbc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flight_read import COLS, NAME, ROWS, make_array, start_flightd  # noqa: E402
 
+import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+
 ROUNDS = 5
 WHERE = "x BETWEEN 1000 AND 1039"
 
@@ -113,7 +115,7 @@ def run(args):
     if args.out:
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         med = [statistics.median(x[k] for x in raw) for k in range(4)]
-        with open(args.out, "a") as f:
+        with resultsfile.section(args.out, "sql") as f:
             f.write("\n## Flight SQL (`make bench-sql`)\n\n")
             f.write("Run %s on %s, %d CPUs (shared), Python %s, adbc-driver-flightsql, duckdb %s; %d interleaved rounds, "
                     "medians of per-round ratios.\n\n" % (now, platform.machine(), os.cpu_count(),

@@ -23,12 +23,13 @@ the source which columns a query uses; the source reads the columns of the
 schema it is given, so ``.option("columns", "x,v")`` or a user schema
 (``spark.read.schema("v double")``) reads only those.
 
-Filter pushdown (with ``spark.sql.python.filterPushdown.enabled=true``):
+Filter pushdown (with ``spark.sql.python.filterPushdown.enabled=true``;
+without it the source reads without pushdown rather than failing):
 comparisons and ``IN`` on numeric dimensions (and ``=``/``IN`` on string
 dimensions) narrow the ``subarray``; on a sparse array, comparisons,
 ``IN``, ``IS [NOT] NULL`` on attributes become the daemon's ``filter``
-(the daemon checks each condition first: one it does not take stays with
-Spark). Pushed filters show in ``df.explain()`` as ``PushedFilters``.
+(each condition is tried first with a one-cell DoGet: one the daemon does
+not run stays with Spark). Pushed filters show in ``df.explain()`` as ``PushedFilters``.
 Dense arrays keep attribute filters in Spark: a dense read returns every
 cell of the subarray, the ones failing a condition included (as TileDB does).
 
