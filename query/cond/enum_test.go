@@ -7,23 +7,14 @@ import (
 	"testing"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/schema"
 )
 
 // Comparisons of enumerated attributes become comparisons of indexes the
 // way TileDB 2.30 rewrites them, after `not` is pushed down.
 func TestEnumRewrite(t *testing.T) {
-	s, err := schema.FromJSON([]byte(`{"type": "sparse", "cell_order": "row-major", "tile_order": "row-major",
-	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 99], "tile": 10}],
-	  "attributes": [{"name": "o", "type": "int16", "enumeration": "ord"},
-	                 {"name": "u", "type": "uint8", "nullable": true, "enumeration": "unord"},
-	                 {"name": "k", "type": "uint8", "enumeration": "nums"}],
-	  "enumerations": [{"name": "ord", "type": "string_utf8", "cell_val_num": "var", "ordered": true, "values": ["lo", "mid", "hi"]},
-	                   {"name": "unord", "type": "string_ascii", "cell_val_num": "var", "values": ["red", "green", "blue"]},
-	                   {"name": "nums", "type": "int32", "values": [10, 20]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := enumSchema(t)
 	for _, c := range []struct{ in, want string }{
 		{"o == 'mid'", "o EQ [1 0]"},
 		{"o < 'hi'", "o LT [2 0]"},
@@ -76,4 +67,63 @@ func TestEnumRewrite(t *testing.T) {
 			t.Errorf("%s: %v, want %v containing %q", c.in, err, c.kind, c.msg)
 		}
 	}
+}
+
+func enumSchema(t testing.TB) *schema.ArraySchema {
+	t.Helper()
+	s, err := schema.FromJSON([]byte(`{"type": "sparse", "cell_order": "row-major", "tile_order": "row-major",
+	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 99], "tile": 10}],
+	  "attributes": [{"name": "o", "type": "int16", "enumeration": "ord"},
+	                 {"name": "u", "type": "uint8", "nullable": true, "enumeration": "unord"},
+	                 {"name": "k", "type": "uint8", "enumeration": "nums"}],
+	  "enumerations": [{"name": "ord", "type": "string_utf8", "cell_val_num": "var", "ordered": true, "values": ["lo", "mid", "hi"]},
+	                   {"name": "unord", "type": "string_ascii", "cell_val_num": "var", "values": ["red", "green", "blue"]},
+	                   {"name": "nums", "type": "int32", "values": [10, 20]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// FuzzCompileEnum: over enumerated attributes, any text binds to a tree
+// comparing indexes of the attribute's type (never a value left over), or
+// fails with a SyntaxError or, for the number enumeration, Unimplemented.
+func FuzzCompileEnum(f *testing.F) {
+	for _, s := range []string{
+		"o == 'mid'", "not (o < 'hi') or u in ['red', 'x']", "u != 'nope' and u == None", "not (u not in ['blue'])",
+		"k == 10", "'lo' < o <= 'hi'",
+	} {
+		f.Add(s)
+	}
+	sc := enumSchema(f)
+	size := map[string]int{"o": 2, "u": 1}
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := Compile(text, sc)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) && !errors.Is(err, errkind.Unimplemented) {
+				t.Fatalf("%q: error %v is neither a SyntaxError nor Unimplemented", text, err)
+			}
+			return
+		}
+		var check func(n *Node)
+		check = func(n *Node) {
+			for _, ch := range n.Children {
+				check(ch)
+			}
+			sz, ok := size[n.Field]
+			if n.Kind != commits.KindValue || !ok || n.Null {
+				return
+			}
+			if n.Value != nil && len(n.Value) != sz {
+				t.Fatalf("%q: %s compares %d bytes, want an index of %d", text, n, len(n.Value), sz)
+			}
+			for _, m := range n.Members {
+				if len(m) != sz {
+					t.Fatalf("%q: %s has a member of %d bytes, want an index of %d", text, n, len(m), sz)
+				}
+			}
+		}
+		check(c.Tree)
+	})
 }
