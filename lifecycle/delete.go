@@ -31,6 +31,9 @@ func Delete(ctx context.Context, st storage.Store, dir, filter string, t uint64,
 	if err != nil {
 		return "", err
 	}
+	if c.Enumerated {
+		return "", errkind.Errorf(errkind.Unimplemented, "delete on array %q: conditions on enumerated attributes are not implemented for deletes", dir)
+	}
 	keep, err := c.Keep()
 	if err != nil {
 		return "", errkind.Wrap(errkind.InvalidArgument, err)

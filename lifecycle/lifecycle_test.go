@@ -351,3 +351,23 @@ func TestSparseUnimplemented(t *testing.T) {
 		t.Fatal("a refused consolidation changed the array")
 	}
 }
+
+// A delete on an enumerated attribute is refused as Unimplemented (reads
+// compare enumeration values; the delete commit's form is not built).
+func TestDeleteEnumeratedRefused(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type": "sparse", "capacity": 4,
+	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 10}],
+	  "attributes": [{"name": "c", "type": "uint8", "enumeration": "e"}],
+	  "enumerations": [{"name": "e", "type": "string_ascii", "cell_val_num": "var", "values": ["red", "blue"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, st, "a", s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Delete(ctx, st, "a", "c == 'red'", 10, nil); !errors.Is(err, errkind.Unimplemented) {
+		t.Fatalf("delete on an enumerated attribute: %v, want Unimplemented", err)
+	}
+}

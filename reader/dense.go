@@ -165,6 +165,9 @@ type chunk struct {
 	// (aggregates) the cells some fragment wrote; nil: all.
 	pass    []bool
 	written []bool
+	// fail (filtered reads) marks the cells whose newest writer is a tile
+	// pruneTiles skipped: they fail the filter without being evaluated.
+	fail []bool
 	// answered: the aggregates took the chunk from tile statistics; it
 	// has no columns.
 	answered bool

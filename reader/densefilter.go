@@ -7,6 +7,7 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/reader/eval"
+	"github.com/tileflight/tileflight/reader/sparse"
 )
 
 // filterChunk applies the filter to a built chunk the way TileDB 2.30 does
@@ -28,6 +29,11 @@ func (d *dense) filterChunk(c *chunk) error {
 	}, pass)
 	if err != nil {
 		return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: filter: %w", d.p.Array.Dir, err))
+	}
+	for k, f := range c.fail {
+		if f {
+			pass[k] = false
+		}
 	}
 	fails := false
 	for _, ok := range pass {
@@ -96,6 +102,64 @@ func (d *dense) filterChunk(c *chunk) error {
 			data = append(data, col.data[s:e]...)
 		}
 		col.data, col.offsets = data, offs
+	}
+	return nil
+}
+
+// pruneTiles asks the filter, for every fragment tile a chunk would paint
+// from, whether the tile's statistics (fragment metadata min/max/null
+// count) leave any cell able to pass; the tiles that cannot are put in
+// their region's skip set and never read. Skipping must not change the
+// result: in a dense read the condition sees each cell's newest value, and
+// a cell that fails comes back as the fill value. So a skipped tile's
+// cells are not left to older fragments (which could pass): every cell the
+// skipped fragment is the newest writer of is marked in c.fail, painted
+// with the fill value, and forced to fail, which is what reading the tile
+// would have produced.
+func (d *dense) pruneTiles(c *chunk, l *chunkLayout, regs []region) error {
+	skipped := false
+	for ri := range regs {
+		r := &regs[ri]
+		list, _ := d.paintList(r)
+		for _, fr := range list {
+			ti := fr.tileIndex(r.tile)
+			stats := sparse.TileStats(fr.f, ti, d.g.tileSize)
+			m, err := d.prog.MayMatch(func(name string) (eval.Stats, bool, error) {
+				// Dense fragments keep no dimension statistics, and a
+				// fragment whose attribute differs from the array's (schema
+				// evolution) has statistics of another type.
+				if d.p.Array.Schema.DimensionIndex(name) >= 0 || !fr.has[name] {
+					return eval.Stats{}, false, nil
+				}
+				return stats(name)
+			})
+			if err != nil {
+				return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: fragment %s: tile %d: filter statistics: %w", d.p.Array.Dir, fr.f.Name, ti, err))
+			}
+			if !m {
+				if r.skip == nil {
+					r.skip = map[*frag]bool{}
+				}
+				r.skip[fr] = true
+				skipped = true
+			}
+		}
+	}
+	if !skipped {
+		return nil
+	}
+	c.fail = make([]bool, c.n)
+	for ri := range regs {
+		r := &regs[ri]
+		list, _ := d.paintList(r)
+		for _, fr := range list { // oldest first: the newest writer wins
+			skip := r.skip[fr]
+			d.walk(l, r, fr.nlo, fr.nhi, func(dst, _, _, n int) {
+				for k := dst; k < dst+n; k++ {
+					c.fail[k] = skip
+				}
+			})
+		}
 	}
 	return nil
 }

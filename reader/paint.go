@@ -28,6 +28,10 @@ type region struct {
 	tile   []uint64
 	subs   [][]sub
 	lo, hi []uint64 // bounding box, absolute offsets
+	// skip holds the fragments whose tile here the filter's statistics
+	// prove can hold no passing cell: their tiles are not read, and the
+	// cells they are the newest writer of fail (see pruneTiles).
+	skip map[*frag]bool
 }
 
 // layout of a chunk's result: cells per dimension, result strides, and the
@@ -213,6 +217,11 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 		}
 	}
 	regs := d.regions(c)
+	if d.prog != nil {
+		if err := d.pruneTiles(c, &l, regs); err != nil {
+			return err
+		}
+	}
 	if d.agg {
 		if d.stats != nil && d.prog == nil && c.full && len(regs) == 1 {
 			if list, fill := d.paintList(&regs[0]); !fill && len(list) == 1 {
@@ -489,7 +498,7 @@ func (d *dense) buildFixed(ctx context.Context, c *chunk, l *chunkLayout, regs [
 			ops = append(ops, op{r, nil, 0})
 		}
 		for _, fr := range list {
-			if !fr.has[f.Name] {
+			if !fr.has[f.Name] || r.skip[fr] {
 				ops = append(ops, op{r, fr, 1})
 				continue
 			}
@@ -594,7 +603,7 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 		list, _ := d.paintList(r)
 		for _, fr := range list {
 			id := int32(-1)
-			if fr.has[f.Name] {
+			if fr.has[f.Name] && !r.skip[fr] {
 				id = int32(len(sources))
 				sources = append(sources, source{fr, r.tile})
 			}

@@ -35,6 +35,10 @@ type Cond struct {
 	Tree *Node
 	// Fields lists the fields the tree reads, in order of first use.
 	Fields []Field
+	// Enumerated is set when the condition compares an attribute that has
+	// an enumeration: the tree then compares enumeration indexes, not the
+	// values the user wrote.
+	Enumerated bool
 }
 
 // Keep returns the tree a delete commit stores for this condition: the
@@ -73,6 +77,9 @@ type binder struct {
 	s      *schema.ArraySchema
 	fields []Field
 	seen   map[string]bool
+	// enums holds the enumeration of each enumerated attribute the
+	// condition reads.
+	enums map[string]*schema.Enumeration
 }
 
 // Bind resolves a parsed condition against s: names become attributes or
@@ -81,12 +88,15 @@ type binder struct {
 // that cannot be null becomes ALWAYS_FALSE (and `!= None` ALWAYS_TRUE), as
 // TileDB rewrites it. Errors are InvalidArgument with the position.
 func Bind(e Expr, text string, s *schema.ArraySchema) (*Cond, error) {
-	b := &binder{text: text, s: s, seen: map[string]bool{}}
+	b := &binder{text: text, s: s, seen: map[string]bool{}, enums: map[string]*schema.Enumeration{}}
 	n, err := b.cond(e)
 	if err != nil {
 		return nil, err
 	}
-	return &Cond{Text: text, Tree: n, Fields: b.fields}, nil
+	if len(b.enums) > 0 {
+		n = b.rewriteEnums(n)
+	}
+	return &Cond{Text: text, Tree: n, Fields: b.fields, Enumerated: len(b.enums) > 0}, nil
 }
 
 func (b *binder) errAt(pos int, format string, args ...any) error {
@@ -211,8 +221,17 @@ func (b *binder) resolve(n *Name) (Field, error) {
 
 func (b *binder) use(f Field, n *Name, enum string) (Field, error) {
 	if enum != "" {
-		// A feature not built yet, not a bad condition.
-		return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q has an enumeration; conditions on enumerated attributes are not implemented yet", n.P, f.Name)
+		ref := b.s.EnumerationByName(enum)
+		if ref == nil || ref.Enum == nil {
+			return Field{}, errkind.Errorf(errkind.DataLoss, "filter: attribute %q: enumeration %q is not in the schema", f.Name, enum)
+		}
+		e := ref.Enum
+		if !IsString(e.Type) || e.CellValNum != schema.VarNum || !f.Type.IsInteger() || f.CellValNum != 1 {
+			// TileDB-Py crashes on conditions over enumerations of
+			// numbers: there is no oracle to match yet.
+			return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q: conditions on enumerations of %s values are not implemented (only of var-sized strings)", n.P, f.Name, e.Type.TileDBName())
+		}
+		b.enums[f.Name] = e
 	}
 	if !b.seen[f.Name] {
 		b.seen[f.Name] = true
@@ -292,6 +311,16 @@ func (b *binder) pair(lhs Expr, op CmpOp, rhs Expr, opPos int) (*Node, error) {
 		}
 		return &Node{Kind: commits.KindValue, Field: f.Name, Op: cop, Null: true}, nil
 	}
+	if e := b.enums[f.Name]; e != nil {
+		if op != CmpEQ && op != CmpNE && !e.Ordered {
+			return nil, b.errAt(opPos, "attribute %q: its enumeration is not ordered, so only ==, !=, in and not in apply (TileDB: cannot apply an inequality operator against an unordered enumeration)", f.Name)
+		}
+		v, err := b.enumValue(f, lit)
+		if err != nil {
+			return nil, err
+		}
+		return &Node{Kind: commits.KindValue, Field: f.Name, Op: cop, Value: v}, nil
+	}
 	if err := b.checkField(f, name.P); err != nil {
 		return nil, err
 	}
@@ -330,8 +359,11 @@ func (b *binder) member(lhs Expr, op CmpOp, rhs Expr, opPos int) (*Node, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := b.checkField(f, name.P); err != nil {
-		return nil, err
+	enum := b.enums[f.Name] != nil
+	if !enum {
+		if err := b.checkField(f, name.P); err != nil {
+			return nil, err
+		}
 	}
 	n := &Node{Kind: commits.KindValue, Field: f.Name, Op: toCommitsOp(op)}
 	for _, el := range list.Elems {
@@ -342,7 +374,11 @@ func (b *binder) member(lhs Expr, op CmpOp, rhs Expr, opPos int) (*Node, error) 
 		if lit.Kind == LitNone {
 			return nil, b.errAt(el.Pos(), "None cannot be a member of a set (test nulls with `== None`)")
 		}
-		v, err := b.cast(f, lit)
+		cast := b.cast
+		if enum {
+			cast = b.enumValue
+		}
+		v, err := cast(f, lit)
 		if err != nil {
 			return nil, err
 		}
@@ -453,3 +489,96 @@ func typeName(t datatype.Datatype) string {
 }
 
 var errInvalid = errkind.InvalidArgument
+
+// enumValue checks a constant compared with an enumerated attribute: one of
+// the enumeration's values (a string); it stays a value until rewriteEnums.
+func (b *binder) enumValue(f Field, lit *Literal) ([]byte, error) {
+	if lit.Kind != LitStr && lit.Kind != LitBytes {
+		return nil, b.errAt(lit.P, "attribute %q has an enumeration of strings: compare it with one of its values (a string), not %s", f.Name, lit)
+	}
+	return []byte(lit.Str), nil
+}
+
+// rewriteEnums turns the comparisons of enumerated attributes into
+// comparisons of the indexes the cells hold, after negation has been
+// pushed down, as TileDB 2.30 does: a value's index replaces it (in an
+// ordered enumeration, index order is value order); a value the
+// enumeration lacks makes ==, <, <=, >, >= false for every cell and !=
+// true for every non-null cell; in / not in keep the members it has, and
+// with none left behave as == / != a missing value.
+func (b *binder) rewriteEnums(n *Node) *Node {
+	if n.Kind == commits.KindExpr {
+		out := *n
+		out.Children = make([]*Node, len(n.Children))
+		for i, c := range n.Children {
+			out.Children[i] = b.rewriteEnums(c)
+		}
+		return &out
+	}
+	e := b.enums[n.Field]
+	if e == nil || n.Null || n.Op == commits.OpAlwaysTrue || n.Op == commits.OpAlwaysFalse {
+		return n
+	}
+	var f Field
+	for _, x := range b.fields {
+		if x.Name == n.Field {
+			f = x
+		}
+	}
+	index := enumIndex(e)
+	enc := func(i uint64) []byte {
+		out := make([]byte, 8)
+		binary.LittleEndian.PutUint64(out, i)
+		return out[:f.Type.Size()]
+	}
+	missing := func(ne bool) *Node {
+		if !ne {
+			return &Node{Kind: commits.KindValue, Field: n.Field, Op: commits.OpAlwaysFalse}
+		}
+		if f.Nullable {
+			return &Node{Kind: commits.KindValue, Field: n.Field, Op: commits.OpNE, Null: true}
+		}
+		return &Node{Kind: commits.KindValue, Field: n.Field, Op: commits.OpAlwaysTrue}
+	}
+	out := *n
+	switch n.Op {
+	case commits.OpIn, commits.OpNotIn:
+		out.Members = nil
+		for _, m := range n.Members {
+			if i, ok := index[string(m)]; ok {
+				out.Members = append(out.Members, enc(i))
+			}
+		}
+		if len(out.Members) == 0 {
+			return missing(n.Op == commits.OpNotIn)
+		}
+		return &out
+	}
+	i, ok := index[string(n.Value)]
+	if !ok {
+		return missing(n.Op == commits.OpNE)
+	}
+	out.Value = enc(i)
+	return &out
+}
+
+// enumIndex maps each value of a var-sized enumeration to its index (the
+// first one, should a value repeat).
+func enumIndex(e *schema.Enumeration) map[string]uint64 {
+	m := map[string]uint64{}
+	n := uint64(len(e.Offsets) / 8)
+	for i := uint64(0); i < n; i++ {
+		s := binary.LittleEndian.Uint64(e.Offsets[8*i:])
+		end := uint64(len(e.Data))
+		if i+1 < n {
+			end = binary.LittleEndian.Uint64(e.Offsets[8*(i+1):])
+		}
+		if s > end || end > uint64(len(e.Data)) {
+			break // a damaged enumeration: the values past it match nothing
+		}
+		if _, dup := m[string(e.Data[s:end])]; !dup {
+			m[string(e.Data[s:end])] = i
+		}
+	}
+	return m
+}

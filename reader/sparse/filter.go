@@ -78,8 +78,9 @@ func (r *Reader) mayPrune(fs *fragState, mbr fragmeta.MBR) bool {
 	return true
 }
 
-// tileStats reads the statistics of tile t of fragment f.
-func tileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, bool, error) {
+// TileStats reads the statistics of tile t of fragment f, in the form
+// eval.Program.MayMatch takes.
+func TileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, bool, error) {
 	return func(name string) (eval.Stats, bool, error) {
 		var mi int
 		if d := f.Schema.DimensionIndex(name); d >= 0 {

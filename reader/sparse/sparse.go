@@ -418,7 +418,7 @@ func (r *Reader) walk(fs *fragState, rt *fragmeta.RTree, level int, node uint64)
 			return dataLoss(fmt.Errorf("array %s: fragment %s: %w", r.arr.Dir, fs.f.Name, err))
 		}
 		if r.prog != nil && r.mayPrune(fs, mbr) {
-			m, err := r.prog.MayMatch(tileStats(fs.f, node, cells))
+			m, err := r.prog.MayMatch(TileStats(fs.f, node, cells))
 			if err != nil {
 				return dataLoss(fmt.Errorf("array %s: fragment %s: tile %d: %w", r.arr.Dir, fs.f.Name, node, err))
 			}
