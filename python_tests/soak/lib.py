@@ -43,6 +43,14 @@ class Served(Daemon):
         self.metrics_port = free_port()
         super().__init__(exe, data, args=["-metrics-listen", f"127.0.0.1:{self.metrics_port}", *args], env=env)
 
+    def client(self, **kw):
+        # Each client owns its connections (gRPC core otherwise shares them
+        # between channels to one target and may keep one open after
+        # close()), so that a closed client leaves nothing open in the
+        # daemon and the goroutine/FD checks see only the daemon's own.
+        opts = list(kw.pop("generic_options", [])) + [("grpc.use_local_subchannel_pool", 1)]
+        return super().client(generic_options=opts, **kw)
+
     def kill9(self):
         self.proc.kill()
         self.proc.wait()
