@@ -11,19 +11,7 @@ import (
 )
 
 // intOfSize is the signed integer type TileDB maps a byte width to.
-func intOfSize(n int) (datatype.Datatype, bool) {
-	switch n {
-	case 1:
-		return datatype.Int8, true
-	case 2:
-		return datatype.Int16, true
-	case 4:
-		return datatype.Int32, true
-	case 8:
-		return datatype.Int64, true
-	}
-	return 0, false
-}
+func intOfSize(n int) (datatype.Datatype, bool) { return datatype.IntOfSize(n, true) }
 
 // scaleFloat is TileDB's float scaling filter: w = round((x - offset) /
 // scale) stored as a signed integer of width bytes; read back as

@@ -156,3 +156,19 @@ func (d Datatype) IsByteLike() bool {
 	}
 	return false
 }
+
+// IntOfSize is the integer type of n bytes, signed or not (ok false for a
+// width no integer type has).
+func IntOfSize(n int, signed bool) (d Datatype, ok bool) {
+	ints := [...]Datatype{Int8, Int16, Int32, Int64}
+	uints := [...]Datatype{Uint8, Uint16, Uint32, Uint64}
+	for i, w := range [...]int{1, 2, 4, 8} {
+		if n == w {
+			if signed {
+				return ints[i], true
+			}
+			return uints[i], true
+		}
+	}
+	return 0, false
+}

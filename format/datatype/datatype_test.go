@@ -35,3 +35,20 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestIntOfSize(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		signed bool
+		want   Datatype
+		ok     bool
+	}{
+		{1, true, Int8, true}, {2, true, Int16, true}, {4, true, Int32, true}, {8, true, Int64, true},
+		{1, false, Uint8, true}, {2, false, Uint16, true}, {4, false, Uint32, true}, {8, false, Uint64, true},
+		{3, true, 0, false}, {16, false, 0, false},
+	} {
+		if d, ok := IntOfSize(c.n, c.signed); d != c.want || ok != c.ok {
+			t.Errorf("IntOfSize(%d, %v) = %v, %v", c.n, c.signed, d, ok)
+		}
+	}
+}

@@ -32,28 +32,8 @@ func b2ndDatatype(kind byte, size int) (datatype.Datatype, bool) {
 	switch kind {
 	case 'b':
 		return datatype.Bool, size == 1
-	case 'i':
-		switch size {
-		case 1:
-			return datatype.Int8, true
-		case 2:
-			return datatype.Int16, true
-		case 4:
-			return datatype.Int32, true
-		case 8:
-			return datatype.Int64, true
-		}
-	case 'u':
-		switch size {
-		case 1:
-			return datatype.Uint8, true
-		case 2:
-			return datatype.Uint16, true
-		case 4:
-			return datatype.Uint32, true
-		case 8:
-			return datatype.Uint64, true
-		}
+	case 'i', 'u':
+		return datatype.IntOfSize(size, kind == 'i')
 	case 'f':
 		switch size {
 		case 4:
