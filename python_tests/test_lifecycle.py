@@ -692,3 +692,95 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
         shutil.rmtree(uri)
     print("sparse kill -9 trials: finished before the kill", outcomes)
     assert False in outcomes, "every consolidation finished before its kill"
+
+
+# ---- sparse consolidation over deletes and earlier consolidations ----
+
+DEL_CONDS = ["v > {x}", "k < {k}", "s == 's{m}'", "v < {x} and k > {k}", "k in [{k}, {k2}, {k3}]",
+             "s != 's{m}' or v >= {x}", "s == None", "not (v < {x})", "name == 'n{m}'"]
+
+
+def _del_cond(rnd):
+    return rnd.choice(DEL_CONDS).format(x=rnd.randint(0, 60) + 0.5, k=rnd.randint(0, 20), k2=rnd.randint(0, 20),
+                                        k3=rnd.randint(0, 20), m=rnd.randint(0, 3))
+
+
+@pytest.mark.parametrize("seed,dups", [(1, False), (3, True), (4, False), (5, True)])
+def test_sparse_consolidation_over_deletes_matches_tiledb(small, seed, dups):
+    """Random histories of writes, deletes (ours through the delete action,
+    TileDB's through its delete query) and fragment consolidations (ours
+    through the action, TileDB's with tiledb.consolidate), every one of
+    them after the first consolidation a re-consolidation of a fragment
+    holding per-cell timestamps and delete metadata. After each
+    consolidation: the same files (UUIDs aside), TileDB reads both arrays
+    identically at every timestamp and as before, we read both (ours and
+    TileDB's consolidation) as TileDB does, and TileDB lists the same
+    fragments; vacuum keeps all that."""
+    c = small.client()
+    rnd = random.Random(seed)
+    ours, theirs = f"spdel/{seed}-ours", f"spdel/{seed}-theirs"
+    a, b = os.path.join(small.data, ours), os.path.join(small.data, theirs)
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 1000), tile=10, dtype=np.int64),
+                        tiledb.Dim("name", domain=(None, None), tile=None, dtype="ascii"))
+    sch = tiledb.ArraySchema(domain=dom, sparse=True, allows_duplicates=dups, capacity=4, attrs=[
+        tiledb.Attr("v", dtype=np.float64), tiledb.Attr("s", dtype=str, var=True, nullable=True)])
+    tiledb.Array.create(a, sch)
+    tiledb.Array.create(b, sch)
+
+    def view(u, ts=None):
+        with tiledb.open(u, timestamp=ts) as A:
+            r = A.query()[:]
+        return sorted(zip(r["k"].tolist(), [as_str(x) for x in r["name"].tolist()], r["v"].tolist(),
+                          [str(x) for x in r["s"].tolist()]))
+
+    def ours_view(name, ts):
+        got = read(c, array=name, timestamp=ts)
+        return sorted(zip(got.column("k").to_pylist(), [as_str(n) for n in got.column("name").to_pylist()],
+                          got.column("v").to_pylist(), [str(x) for x in got.column("s").to_pylist()]))
+
+    ranges = lambda u: [f.timestamp_range for f in tiledb.array_fragments(u)]  # noqa: E731
+    t, consolidations, deletes = 0, 0, 0
+    for step in range(12):
+        t += 1
+        kind = rnd.choices(["write", "delete", "consolidate"], [5, 3, 2])[0]
+        if step < 2:
+            kind = "write"
+        if kind == "write":
+            ks = [rnd.randint(0, 20) for _ in range(rnd.randint(1, 8))]
+            if not dups:
+                ks = sorted(set(ks))
+            data = {"v": np.array([k * 2.0 + t for k in ks]),
+                    "s": pa.array([None if (k + t) % 5 == 0 else f"s{(k + t) % 4}" for k in ks]).to_numpy(zero_copy_only=False)}
+            for u in (a, b):
+                with tiledb.open(u, "w", timestamp=t) as A:
+                    A[np.array(ks), np.array([f"n{k % 4}" for k in ks], dtype=object)] = data
+        elif kind == "delete":
+            cond = _del_cond(rnd)
+            action(c, "delete", {"array": ours, "filter": cond, "timestamp": t})
+            with tiledb.open(b, "d", timestamp=t) as B:
+                B.query(cond=cond).submit()
+            deletes += 1
+        else:
+            before = [view(a, x) for x in range(1, t + 1)]
+            tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
+            action(c, "consolidate", {"array": ours, "mode": "fragments"})
+            consolidations += 1
+            assert file_tree(a) == file_tree(b), (seed, step)
+            assert ranges(a) == ranges(b), (seed, step)
+            for x in range(1, t + 1):
+                assert view(a, x) == view(b, x) == before[x - 1], (seed, step, x)
+                assert ours_view(ours, x) == ours_view(theirs, x) == before[x - 1], (seed, step, x)
+            if rnd.random() < 0.5:
+                tiledb.vacuum(b, config=tiledb.Config({"sm.vacuum.mode": "fragments"}))
+                action(c, "vacuum", {"array": ours, "mode": "fragments"})
+                assert file_tree(a) == file_tree(b), (seed, step)
+    # A last consolidation: its input holds earlier consolidations.
+    before = [view(a, x) for x in range(1, t + 1)]
+    tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
+    action(c, "consolidate", {"array": ours, "mode": "fragments"})
+    assert file_tree(a) == file_tree(b) and ranges(a) == ranges(b)
+    for x in range(1, t + 1):
+        assert view(a, x) == view(b, x) == before[x - 1], (seed, x)
+        assert ours_view(ours, x) == ours_view(theirs, x) == before[x - 1], (seed, x)
+    assert [f.cell_num for f in tiledb.array_fragments(a)] == [f.cell_num for f in tiledb.array_fragments(b)]
+    print(f"seed {seed}: {consolidations + 1} consolidations over {deletes} deletes")
