@@ -634,12 +634,15 @@ def as_str(x):
     return x.decode() if isinstance(x, bytes) else x
 
 
-def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
-    """6 more kill -9 trials (36 in all with the test above), during the consolidation of a sparse array's
-    fragments (every cell version rewritten with its timestamp): TileDB
-    reads exactly the data before at every timestamp, we read what TileDB
-    reads, the rerun (which finishes a consolidation killed between its
-    commit and its .vac file) completes and changes nothing."""
+@pytest.mark.parametrize("history", ["plain", "deletes"])
+def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path, history):
+    """6 more kill -9 trials per history (42 in all with the test above), during the consolidation of a sparse array's
+    fragments (every cell version rewritten with its timestamp; with
+    "deletes", over two delete commits and a fragment TileDB consolidated
+    before, so with per-cell delete metadata): TileDB reads exactly the
+    data before at every timestamp, we read what TileDB reads, the rerun
+    (which finishes a consolidation killed between its commit and its .vac
+    file) completes and changes nothing."""
     data = tmp_path / "data"
     data.mkdir()
     pristine = str(tmp_path / "pristine")
@@ -651,13 +654,20 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
         ks = np.unique(rng.integers(0, 2000, 600))
         with tiledb.open(pristine, "w", timestamp=t) as A:
             A[ks] = {"v": ks * 1.0 + t}
+        if history == "deletes" and t in (4, 7):
+            with tiledb.open(pristine, "d", timestamp=t) as A:
+                A.query(cond=f"v < {300 * t}").submit()
+    if history == "deletes":
+        tiledb.consolidate(pristine, config=tiledb.Config({"sm.consolidation.mode": "fragments",
+                                                           "sm.consolidation.timestamp_start": "1",
+                                                           "sm.consolidation.timestamp_end": "3"}))
 
     def view(u, ts=None):
         with tiledb.open(u, timestamp=ts) as A:
             r = A.query()[:]
         return sorted(zip(r["k"].tolist(), r["v"].tolist()))
 
-    want = {t: view(pristine, t) for t in (1, 5, 9)}
+    want = {t: view(pristine, t) for t in (1, 4, 5, 7, 9)}
     rnd = random.Random(13)
     outcomes = set()
     for trial in range(6):
@@ -674,7 +684,7 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
         th.join(30)
         d.stop(check=False)
         outcomes.add(bool(errs) and errs[0] is None)
-        for t in (1, 5, 9):
+        for t in want:
             assert view(uri, t) == want[t], (trial, t)
         d = Daemon(flightd_bin, data)
         try:
@@ -685,7 +695,7 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path):
             action(c, "vacuum", {"array": name})
             assert len(tiledb.array_fragments(uri)) == 1, trial
             assert not [f for f in os.listdir(os.path.join(uri, "__commits")) if f.endswith(".pending")], trial
-            for t in (1, 5, 9):
+            for t in want:
                 assert view(uri, t) == want[t], (trial, t)
         finally:
             d.stop()
