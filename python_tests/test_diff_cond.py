@@ -614,3 +614,82 @@ def test_enum_conditions(cond_daemon):
                 client.do_get(fl.Ticket(json.dumps({"array": name, "filter": "color < 'green'"}).encode())).read_all()
             assert grpc_code(e.value) == "INVALID_ARGUMENT" and "not ordered" in str(e.value)
     client.close()
+
+
+# Enumerations of numbers: (dense, ordered, index dtype, nullable, values dtype, values).
+NUM_ENUMS = [(False, True, np.uint8, True, np.float64, [1.5, 0.25, 10.0, -3.0, 7.0]),
+             (True, False, np.int16, False, np.int32, [7, 3, 100, -5]),
+             (False, False, np.int32, True, np.uint16, [9, 2, 65000]),
+             (True, True, np.uint8, True, np.float32, [0.1, 2.5, 0.75])]
+
+
+def _num_enum_conds(rng, values, ordered, integer, nullable):
+    """Conditions over `e`: values it has and lacks (non-negative
+    literals: TileDB-Py refuses a unary minus), lists, negations and, when
+    ordered, inequalities; integers also compared with a float (TileDB-Py
+    casts 7.9 to 7)."""
+    have = [v for v in values if v >= 0]
+    lacks = [4.0, 11.0] if not integer else [4, 11]
+    lit = lambda v: repr(float(v)) if not integer else str(int(v))  # noqa: E731
+    out = []
+    for v in have + lacks:
+        out += [f"e == {lit(v)}", f"e != {lit(v)}", f"not (e == {lit(v)})"]
+        if ordered:
+            out += [f"e < {lit(v)}", f"e >= {lit(v)}", f"not (e > {lit(v)})", f"{lit(v)} < e"]
+    pool = have + lacks
+    for _ in range(6):
+        ms = rng.sample(pool, rng.randint(1, min(3, len(pool))))
+        out += [f"e in [{', '.join(lit(m) for m in ms)}]", f"e not in [{', '.join(lit(m) for m in ms)}]"]
+    if integer:
+        out += [f"e == {have[0]}.9", f"(e == {lit(have[1])}) | (v > 5)"]
+    if nullable:
+        out += ["e == None", "e != None", f"(e == None) | (e == {lit(have[0])})"]
+    return out
+
+
+def test_enum_number_conditions(cond_daemon):
+    """Conditions on attributes with enumerations of numbers (floats,
+    signed and unsigned integers; ordered and not; nullable; sparse and
+    dense) select the same rows as TileDB's A.query(cond=...): the constant
+    is cast to the values' type, looked up, and its index compared."""
+    client = cond_daemon.d.client()
+    rng = random.Random(SEED + 7)
+    n_conds = 0
+    for k, (dense, ordered, dtype, nullable, vdtype, values) in enumerate(NUM_ENUMS):
+        name = f"cond/numenum{k}"
+        uri = os.path.join(cond_daemon.data, name)
+        dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 39), tile=8, dtype=np.int64))
+        attrs = [tiledb.Attr("e", dtype=dtype, enum_label="nums", nullable=nullable),
+                 tiledb.Attr("v", dtype=np.int32)]
+        tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=not dense,
+                                                    enums=[tiledb.Enumeration("nums", ordered, np.array(values, dtype=vdtype))]))
+        for t in (10, 20):
+            lo, hi = (0, 39) if t == 10 else (5, 17)
+            n = hi - lo + 1
+            idx = [rng.randint(0, len(values) - 1) for _ in range(n)]
+            col = pa.array([None if nullable and rng.random() < 0.2 else i for i in idx], type=pa.from_numpy_dtype(dtype))
+            vals = {"e": col if nullable else np.array(idx, dtype=dtype),
+                    "v": np.array([rng.randint(0, 9) for _ in range(n)], dtype=np.int32)}
+            with tiledb.open(uri, "w", timestamp=t) as A:
+                if dense:
+                    A[lo:hi + 1] = vals
+                else:
+                    A[np.arange(lo, hi + 1)] = vals
+        for c in _num_enum_conds(rng, values, ordered, np.issubdtype(vdtype, np.integer), nullable):
+            with tiledb.open(uri) as A:
+                q = A.query(cond=c, attrs=["v"], dims=["x"])
+                res = q.multi_index[3:36] if dense else q[:]
+            ref = sorted(zip([int(x) for x in res["x"]], [int(v) for v in res["v"]]))
+            ticket = {"array": name, "filter": c, "columns": ["x", "v"]}
+            if dense:
+                ticket["subarray"] = {"x": [[3, 36]]}
+            got = client.do_get(fl.Ticket(json.dumps(ticket).encode())).read_all()
+            assert sorted(zip(got.column("x").to_pylist(), got.column("v").to_pylist())) == ref, f"{name} {c}"
+            n_conds += 1
+        if not ordered:
+            with pytest.raises((fl.FlightError, pa.ArrowException)) as e:
+                client.do_get(fl.Ticket(json.dumps({"array": name, "filter": f"e < {values[0]}"}).encode())).read_all()
+            assert grpc_code(e.value) == "INVALID_ARGUMENT" and "not ordered" in str(e.value)
+    print(f"{n_conds} conditions on enumerations of numbers")
+    assert n_conds > 150
+    client.close()

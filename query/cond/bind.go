@@ -226,10 +226,10 @@ func (b *binder) use(f Field, n *Name, enum string) (Field, error) {
 			return Field{}, errkind.Errorf(errkind.DataLoss, "filter: attribute %q: enumeration %q is not in the schema", f.Name, enum)
 		}
 		e := ref.Enum
-		if !IsString(e.Type) || e.CellValNum != schema.VarNum || !f.Type.IsInteger() || f.CellValNum != 1 {
-			// TileDB-Py crashes on conditions over enumerations of
-			// numbers: there is no oracle to match yet.
-			return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q: conditions on enumerations of %s values are not implemented (only of var-sized strings)", n.P, f.Name, e.Type.TileDBName())
+		strs := IsString(e.Type) && e.CellValNum == schema.VarNum
+		nums := (e.Type.IsInteger() || e.Type.IsFloat()) && e.CellValNum == 1
+		if !strs && !nums || !f.Type.IsInteger() || f.CellValNum != 1 {
+			return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q: conditions on enumerations of %s values (cell_val_num %d) are not implemented (only var-sized strings and single numbers)", n.P, f.Name, e.Type.TileDBName(), e.CellValNum)
 		}
 		b.enums[f.Name] = e
 	}
@@ -491,8 +491,16 @@ func typeName(t datatype.Datatype) string {
 var errInvalid = errkind.InvalidArgument
 
 // enumValue checks a constant compared with an enumerated attribute: one of
-// the enumeration's values (a string); it stays a value until rewriteEnums.
+// the enumeration's values (a string, or a number cast to the
+// enumeration's type as TileDB-Py casts it: 7.5 is 7 for int32 values);
+// it stays a value until rewriteEnums.
 func (b *binder) enumValue(f Field, lit *Literal) ([]byte, error) {
+	if e := b.enums[f.Name]; e != nil && !IsString(e.Type) {
+		if lit.Kind == LitStr || lit.Kind == LitBytes {
+			return nil, b.errAt(lit.P, "attribute %q has an enumeration of %s: compare it with one of its values (a number), not %s", f.Name, typeName(e.Type), lit)
+		}
+		return b.cast(Field{Name: f.Name, Type: e.Type, CellValNum: 1}, lit)
+	}
 	if lit.Kind != LitStr && lit.Kind != LitBytes {
 		return nil, b.errAt(lit.P, "attribute %q has an enumeration of strings: compare it with one of its values (a string), not %s", f.Name, lit)
 	}
@@ -562,10 +570,23 @@ func (b *binder) rewriteEnums(n *Node) *Node {
 	return &out
 }
 
-// enumIndex maps each value of a var-sized enumeration to its index (the
-// first one, should a value repeat).
+// enumIndex maps each value of an enumeration (its bytes, as TileDB's
+// value map holds them: so -0.0 is not 0.0) to its index (the first one,
+// should a value repeat).
 func enumIndex(e *schema.Enumeration) map[string]uint64 {
 	m := map[string]uint64{}
+	if e.CellValNum != schema.VarNum {
+		w := e.Type.Size() * int(e.CellValNum)
+		if w <= 0 {
+			return m
+		}
+		for i := 0; i+w <= len(e.Data); i += w {
+			if _, dup := m[string(e.Data[i:i+w])]; !dup {
+				m[string(e.Data[i:i+w])] = uint64(i / w)
+			}
+		}
+		return m
+	}
 	n := uint64(len(e.Offsets) / 8)
 	for i := uint64(0); i < n; i++ {
 		s := binary.LittleEndian.Uint64(e.Offsets[8*i:])
