@@ -14,6 +14,7 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/arraymeta"
+	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
@@ -474,14 +475,16 @@ func checkFrag(t *testing.T, st storage.Store, t1, t2 uint64, processed []string
 	}
 }
 
-// A delete on an enumerated attribute is refused as Unimplemented (reads
-// compare enumeration values; the delete commit's form is not built).
-func TestDeleteEnumeratedRefused(t *testing.T) {
+// A delete on an enumerated attribute stores its condition rewritten to
+// indexes and negated, as TileDB 2.30 does (c == 'blue' keeps c != 1);
+// the conditions TileDB cannot store (a value the enumeration lacks, a
+// null test) are InvalidArgument and write nothing.
+func TestDeleteEnumerated(t *testing.T) {
 	ctx := context.Background()
 	st := storage.NewMem()
 	s, err := schema.FromJSON([]byte(`{"type": "sparse", "capacity": 4,
 	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 10}],
-	  "attributes": [{"name": "c", "type": "uint8", "enumeration": "e"}],
+	  "attributes": [{"name": "c", "type": "uint8", "nullable": true, "enumeration": "e"}, {"name": "v", "type": "int64"}],
 	  "enumerations": [{"name": "e", "type": "string_ascii", "cell_val_num": "var", "values": ["red", "blue"]}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +492,34 @@ func TestDeleteEnumeratedRefused(t *testing.T) {
 	if err := writer.CreateArray(ctx, st, "a", s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Delete(ctx, st, "a", "c == 'red'", 10, nil); !errors.Is(err, errkind.Unimplemented) {
-		t.Fatalf("delete on an enumerated attribute: %v, want Unimplemented", err)
+	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(1, 2, 3)},
+		"c": {Data: []byte{0, 1, 0}, Validity: []byte{1, 1, 0}}, "v": {Data: i64s(1, 2, 3)}}, writer.Options{Timestamp: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"c == 'nope'", "c != 'nope'", "c in ['nope']", "c == None", "c != None or v > 1"} {
+		if _, err := Delete(ctx, st, "a", c, 10, nil); !errors.Is(err, errkind.InvalidArgument) {
+			t.Errorf("delete %q: %v, want InvalidArgument", c, err)
+		}
+	}
+	p, err := Delete(ctx, st, "a", "c in ['blue', 'nope'] or v == 1", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Get(ctx, "a/"+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := commits.DecodeDelete(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TileDB's form: AND(c NOT_IN [1], v NE 1).
+	if len(n.Children) != 2 || n.Children[0].Field != "c" || n.Children[0].Op != commits.OpNotIn || fmt.Sprint(n.Children[0].Members()) != "[[1]]" {
+		t.Fatalf("stored tree %+v", n)
+	}
+	// Every cell goes: x=3's null c fails the stored NOT_IN as well, so
+	// TileDB deletes it too (test_delete_enumerated_matches_tiledb).
+	if got := readAt(t, st, 5, 20); got != "1 red 1 ;2 blue 2 ;3 (null) 3 ; @5\n @20\n" {
+		t.Fatalf("reads before and after the delete: %q", got)
 	}
 }

@@ -39,6 +39,28 @@ type Cond struct {
 	// an enumeration: the tree then compares enumeration indexes, not the
 	// values the user wrote.
 	Enumerated bool
+	// EnumMissing is set when an enumerated comparison named a value its
+	// enumeration lacks (rewritten to always-false/true or a null test);
+	// EnumNullTest when a null test names an enumerated attribute. TileDB
+	// cannot make a delete of either (see DeleteCheck).
+	EnumMissing, EnumNullTest bool
+}
+
+// DeleteCheck says why TileDB 2.30 would refuse a delete with this
+// condition, nil if it would not: on enumerated attributes a delete
+// stores the condition rewritten to indexes and negated, and TileDB fails
+// to negate a comparison with a value the enumeration lacks ("Invalid
+// negation of rewritten query", or for an `in` list of none of its
+// values, an empty set) and to build a null test of an enumerated
+// attribute ("value size mismatch").
+func (c *Cond) DeleteCheck() error {
+	switch {
+	case c.EnumMissing:
+		return errkind.Errorf(errkind.InvalidArgument, "filter %q: a delete cannot compare an enumerated attribute with a value its enumeration lacks (TileDB: invalid negation of rewritten query)", c.Text)
+	case c.EnumNullTest:
+		return errkind.Errorf(errkind.InvalidArgument, "filter %q: a delete cannot test an enumerated attribute for null (TileDB: value node condition value size mismatch)", c.Text)
+	}
+	return nil
 }
 
 // Keep returns the tree a delete commit stores for this condition: the
@@ -80,6 +102,8 @@ type binder struct {
 	// enums holds the enumeration of each enumerated attribute the
 	// condition reads.
 	enums map[string]*schema.Enumeration
+	// enumMissing, enumNull: see Cond.
+	enumMissing, enumNull bool
 }
 
 // Bind resolves a parsed condition against s: names become attributes or
@@ -96,7 +120,8 @@ func Bind(e Expr, text string, s *schema.ArraySchema) (*Cond, error) {
 	if len(b.enums) > 0 {
 		n = b.rewriteEnums(n)
 	}
-	return &Cond{Text: text, Tree: n, Fields: b.fields, Enumerated: len(b.enums) > 0}, nil
+	return &Cond{Text: text, Tree: n, Fields: b.fields, Enumerated: len(b.enums) > 0,
+		EnumMissing: b.enumMissing, EnumNullTest: b.enumNull}, nil
 }
 
 func (b *binder) errAt(pos int, format string, args ...any) error {
@@ -300,6 +325,9 @@ func (b *binder) pair(lhs Expr, op CmpOp, rhs Expr, opPos int) (*Node, error) {
 	if lit.Kind == LitNone {
 		if op != CmpEQ && op != CmpNE {
 			return nil, b.errAt(opPos, "None can only be compared with == or != (a null test)")
+		}
+		if b.enums[f.Name] != nil {
+			b.enumNull = true
 		}
 		if !f.Nullable {
 			// TileDB rewrites null tests of fields that cannot be null.
@@ -540,6 +568,7 @@ func (b *binder) rewriteEnums(n *Node) *Node {
 		return out[:f.Type.Size()]
 	}
 	missing := func(ne bool) *Node {
+		b.enumMissing = true
 		if !ne {
 			return &Node{Kind: commits.KindValue, Field: n.Field, Op: commits.OpAlwaysFalse}
 		}
