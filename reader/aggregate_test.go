@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
@@ -117,6 +118,9 @@ func aggRow(t *testing.T, st storage.Store, q string) map[string]any {
 func cell(a arrow.Array) any {
 	if a.IsNull(0) {
 		return nil
+	}
+	if b, ok := a.(*arrowarray.FixedSizeBinary); ok {
+		return string(b.Value(0))
 	}
 	s := a.ValueStr(0)
 	return s
@@ -306,7 +310,8 @@ func TestStringMinMax(t *testing.T) {
 	  "attributes": [{"name": "s", "type": "string_ascii", "cell_val_num": "var"},
 	                 {"name": "n", "type": "string_ascii", "cell_val_num": "var", "nullable": true},
 	                 {"name": "u", "type": "string_utf8", "cell_val_num": "var"},
-	                 {"name": "v", "type": "int32"}]}`))
+	                 {"name": "v", "type": "int32"},
+	                 {"name": "f", "type": "string_ascii", "cell_val_num": 2}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +341,11 @@ func TestStringMinMax(t *testing.T) {
 		}
 		nc := strs(n...)
 		nc.Validity = valid
-		cols := map[string]writer.Column{"x": {Data: xb}, "s": strs(sv...), "n": nc, "u": strs(sv...), "v": {Data: i32(v...)}}
+		var fixed []byte
+		for _, x := range sv {
+			fixed = append(fixed, (x + "__")[:2]...)
+		}
+		cols := map[string]writer.Column{"x": {Data: xb}, "s": strs(sv...), "n": nc, "u": strs(sv...), "v": {Data: i32(v...)}, "f": {Data: fixed}}
 		if _, err := writer.WriteSparse(ctx, st, "s", s, cols, writer.Options{Timestamp: ts}); err != nil {
 			t.Fatal(err)
 		}
@@ -347,8 +356,8 @@ func TestStringMinMax(t *testing.T) {
 		q    string
 		want map[string]any
 	}{
-		{`{"array": "s", "aggregates": {"s": ["min", "max"], "n": ["min", "max"]}}`,
-			map[string]any{"min(s)": "", "max(s)": "zebra", "min(n)": "A", "max(n)": "c"}},
+		{`{"array": "s", "aggregates": {"s": ["min", "max"], "n": ["min", "max"], "f": ["min", "max"]}}`,
+			map[string]any{"min(s)": "", "max(s)": "zebra", "min(n)": "A", "max(n)": "c", "min(f)": "Zo", "max(f)": "ze"}},
 		{`{"array": "s", "aggregates": {"s": ["min", "max"], "n": ["min"]}, "filter": "v < 4"}`,
 			map[string]any{"min(s)": "Zoo", "max(s)": "pear", "min(n)": "b"}},
 		{`{"array": "s", "aggregates": {"s": ["min"], "n": ["max"]}, "filter": "v > 100"}`,
