@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -16,6 +17,7 @@ import (
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
@@ -215,6 +217,17 @@ func TestFailEveryStep(t *testing.T) {
 					}
 					if got := latest(); got != wantLatest {
 						t.Fatalf("%s %s step %d: after rerun:\n%s\nwant\n%s", m, stage, i, got, wantLatest)
+					}
+					if m == Fragments {
+						// Once the grace has passed, a vacuum leaves no intent
+						// file and no uncommitted fragment of the failed run.
+						later := VacuumOptions{Grace: time.Hour, Now: time.Now().Add(2 * time.Hour)}
+						if _, err := Vacuum(ctx, st, "a", m, later); err != nil {
+							t.Fatalf("%s %s step %d: grace vacuum: %v", m, stage, i, err)
+						}
+						if left := leftovers(t, st); left != "" {
+							t.Fatalf("%s %s step %d (late %v): left after the grace vacuum: %s", m, stage, i, late, left)
+						}
 					}
 				}
 			}
@@ -522,4 +535,35 @@ func TestDeleteEnumerated(t *testing.T) {
 	if got := readAt(t, st, 5, 20); got != "1 red 1 ;2 blue 2 ;3 (null) 3 ; @5\n @20\n" {
 		t.Fatalf("reads before and after the delete: %q", got)
 	}
+}
+
+// leftovers lists intent files in __commits and fragments that no commit
+// names.
+func leftovers(t *testing.T, st storage.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	files, err := listFiles(ctx, st, "a", names.CommitsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, pendingVac) {
+			out = append(out, f)
+		}
+	}
+	committed, err := writer.Committed(ctx, st, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := st.List(ctx, storage.Join("a", names.FragmentsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.IsDir && !committed(e.Name) {
+			out = append(out, "uncommitted "+e.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }
