@@ -1,0 +1,528 @@
+package flightsql
+
+// WHERE terms on attributes (and, on sparse arrays, on dimensions) become
+// the scan's `filter` (DESIGN §5, TileDB-Py's QueryCondition language), so
+// that the reader drops rows before the engine sees them. A term is pushed
+// only when the condition keeps exactly the rows for which SQL's WHERE is
+// TRUE:
+//
+//   - NOT is pushed down here, the way TileDB's negate does it (operators
+//     flipped, AND/OR swapped, IN <-> NOT IN, IS NULL <-> IS NOT NULL). In
+//     SQL's three-valued logic NOT(x < 5) is TRUE exactly when x >= 5 is,
+//     and a null x makes both unknown; TileDB's comparisons are false on
+//     null cells. So the two agree on every row WHERE keeps. A NULL inside
+//     a NOT IN list (never TRUE in SQL) is not pushed.
+//   - Constants are turned into the field's type exactly as the engine
+//     compares them (go-mysql-server: integer columns with integer
+//     constants as integers, with DECIMAL constants as exact decimals, with
+//     float constants as doubles; float columns with DECIMAL constants
+//     through the shortest decimal of the value). Integer comparisons
+//     become inclusive ranges clipped to the type (x > 2.5 is x >= 3);
+//     float comparisons are pushed only when the constant is exact in the
+//     column's type, so that TileDB's cast of the constant changes nothing.
+//   - Strings compare as bytes in both (the engine's default collation is
+//     utf8mb4_0900_bin, NO PAD). Enumerated attributes, binary, datetime
+//     and other columns stay in the engine.
+//
+// Every pushed term is compiled against the array's schema first; a term
+// the condition language refuses stays in the engine.
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/shopspring/decimal"
+
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/query/cond"
+)
+
+// colKind is how a column's comparisons can be pushed.
+type colKind int
+
+const (
+	colNone colKind = iota
+	colInt          // integers and BOOL (0/1)
+	colFloat32
+	colFloat64
+	colString
+)
+
+// filterCol is a column a condition can name.
+type filterCol struct {
+	name     string // the array's name
+	dim      bool
+	kind     colKind
+	signed   bool
+	bits     int
+	min, max decimal.Decimal // integer range of the type
+}
+
+// filterColumn is the pushable view of a table column, or false.
+func (t *table) filterColumn(name string) (filterCol, bool) {
+	var f arrow.Field
+	found := false
+	for _, af := range t.arrow.Fields() {
+		if strings.EqualFold(af.Name, name) {
+			f, found = af, true
+			break
+		}
+	}
+	if !found || t.arr.B2ND != nil {
+		return filterCol{}, false
+	}
+	s := t.arr.Schema
+	var typ datatype.Datatype
+	if i := s.DimensionIndex(f.Name); i >= 0 {
+		if s.IsDense() {
+			return filterCol{}, false // TileDB refuses dimensions in dense conditions
+		}
+		d := &s.Dimensions[i]
+		if d.CellValNum != 1 && !d.IsVar() {
+			return filterCol{}, false
+		}
+		typ = d.Type
+	} else {
+
+		k := s.AttributeIndex(f.Name)
+		if k < 0 || s.Attributes[k].EnumerationName != "" {
+			return filterCol{}, false
+		}
+		at := &s.Attributes[k]
+		if at.CellValNum != 1 && !at.IsVar() {
+			return filterCol{}, false
+		}
+		typ = at.Type
+	}
+	c := filterCol{name: f.Name, dim: s.DimensionIndex(f.Name) >= 0}
+	switch f.Type.ID() {
+	case arrow.BOOL:
+		// the engine's BOOLEAN is a signed TINYINT
+		c.kind, c.signed, c.bits, c.min, c.max = colInt, true, 8, decimal.Zero, decimal.NewFromInt(1)
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		if typ.IsDatetime() || typ.IsTime() {
+			return filterCol{}, false
+		}
+		c.kind, c.signed, c.bits = colInt, true, f.Type.(arrow.FixedWidthDataType).BitWidth()
+		c.min = decimal.NewFromInt(-1 << (c.bits - 1))
+		c.max = decimal.NewFromInt(1<<(c.bits-1) - 1)
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		c.kind, c.bits = colInt, f.Type.(arrow.FixedWidthDataType).BitWidth()
+		c.min = decimal.Zero
+		c.max = decimal.NewFromBigInt(new(big.Int).SetUint64(math.MaxUint64>>(64-c.bits)), 0)
+	case arrow.FLOAT32:
+		c.kind = colFloat32
+	case arrow.FLOAT64:
+		c.kind = colFloat64
+	case arrow.STRING, arrow.LARGE_STRING:
+		c.kind = colString
+	default:
+		return filterCol{}, false
+	}
+	if c.kind == colInt && !typ.IsInteger() && typ != datatype.Bool {
+		return filterCol{}, false
+	}
+	return c, true
+}
+
+// pushFilter splits a WHERE expression into its conjuncts and translates
+// the ones the scan can answer exactly. It returns the condition (""
+// when none) and the conjuncts left to the engine.
+func (t *table) pushFilter(e gms.Expression, cols gms.ColSet) (string, []gms.Expression) {
+	var pushed []string
+	var rest []gms.Expression
+	for _, term := range expression.SplitConjunction(e) {
+		tr := &translator{t: t, cols: cols}
+		c, ok := tr.expr(term, false)
+		if ok {
+			if _, err := cond.Compile(c, t.arr.Schema); err != nil {
+				ok = false
+			}
+		}
+		if !ok {
+			rest = append(rest, term)
+			continue
+		}
+		pushed = append(pushed, c)
+	}
+	if len(pushed) == 0 {
+		return "", rest
+	}
+	if len(pushed) == 1 {
+		return pushed[0], rest
+	}
+	return "(" + strings.Join(pushed, ") and (") + ")", rest
+}
+
+type translator struct {
+	t    *table
+	cols gms.ColSet
+}
+
+// expr translates e (negated when neg) or says it cannot.
+func (tr *translator) expr(e gms.Expression, neg bool) (string, bool) {
+	switch x := e.(type) {
+	case *expression.And:
+		return tr.combine(x.LeftChild, x.RightChild, neg, "and")
+	case *expression.Or:
+		return tr.combine(x.LeftChild, x.RightChild, neg, "or")
+	case *expression.Not:
+		return tr.expr(x.Child, !neg)
+	case *expression.IsNull:
+		col, ok := tr.column(x.Child)
+		if !ok {
+			return "", false
+		}
+		if neg {
+			return field(col) + " != None", true
+		}
+		return field(col) + " == None", true
+	case *expression.Between:
+		col, ok := tr.column(x.Val)
+		if !ok {
+			return "", false
+		}
+		lo, ok1 := literal(x.Lower)
+		hi, ok2 := literal(x.Upper)
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		a, ok1 := tr.compare(col, ">=", lo, neg)
+		b, ok2 := tr.compare(col, "<=", hi, neg)
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		if neg {
+			return "(" + a + ") or (" + b + ")", true
+		}
+		return "(" + a + ") and (" + b + ")", true
+	case *expression.InTuple:
+		return tr.in(x.Left(), x.Right(), neg)
+	case *expression.HashInTuple:
+		return tr.in(x.Left(), x.Right(), neg)
+	case *expression.Equals:
+		return tr.binary(x.Left(), x.Right(), "=", neg)
+	case *expression.GreaterThan:
+		return tr.binary(x.Left(), x.Right(), ">", neg)
+	case *expression.GreaterThanOrEqual:
+		return tr.binary(x.Left(), x.Right(), ">=", neg)
+	case *expression.LessThan:
+		return tr.binary(x.Left(), x.Right(), "<", neg)
+	case *expression.LessThanOrEqual:
+		return tr.binary(x.Left(), x.Right(), "<=", neg)
+	}
+	return "", false
+}
+
+func (tr *translator) combine(l, r gms.Expression, neg bool, op string) (string, bool) {
+	if neg {
+		op = map[string]string{"and": "or", "or": "and"}[op]
+	}
+	a, ok := tr.expr(l, neg)
+	if !ok {
+		return "", false
+	}
+	b, ok := tr.expr(r, neg)
+	if !ok {
+		return "", false
+	}
+	return "(" + a + ") " + op + " (" + b + ")", true
+}
+
+// column is the pushable column a GetField of this scan names.
+func (tr *translator) column(e gms.Expression) (filterCol, bool) {
+	gf, ok := e.(*expression.GetField)
+	if !ok {
+		return filterCol{}, false
+	}
+	// A field of another scope (a correlated subquery's outer row) is not
+	// this scan's.
+	if tr.cols.Len() == 0 || !tr.cols.Contains(gf.Id()) {
+		return filterCol{}, false
+	}
+	return tr.t.filterColumn(gf.Name())
+}
+
+// lit is a constant of the statement.
+type lit struct {
+	v   any
+	typ gms.Type
+}
+
+func literal(e gms.Expression) (lit, bool) {
+	l, ok := e.(*expression.Literal)
+	if !ok {
+		return lit{}, false
+	}
+	return lit{v: l.Value(), typ: l.Type()}, true
+}
+
+var flipOp = map[string]string{"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+func (tr *translator) binary(l, r gms.Expression, op string, neg bool) (string, bool) {
+	col, ok := tr.column(l)
+	c, ok2 := literal(r)
+	if !ok || !ok2 {
+		col, ok = tr.column(r)
+		c, ok2 = literal(l)
+		if !ok || !ok2 {
+			return "", false
+		}
+		op = flipOp[op]
+	}
+	return tr.compare(col, op, c, neg)
+}
+
+var negOp = map[string]string{"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+// compare renders `col op c` (its negation when neg).
+func (tr *translator) compare(col filterCol, op string, c lit, neg bool) (string, bool) {
+	if c.v == nil {
+		return "", false // = NULL is never TRUE; the engine knows
+	}
+	if neg {
+		op = negOp[op]
+	}
+	switch col.kind {
+	case colInt:
+		d, ok := intConst(col, c)
+		if !ok {
+			return "", false
+		}
+		return intCompare(col, op, d), true
+	case colFloat32, colFloat64:
+		v, ok := floatConst(col, c)
+		if !ok {
+			return "", false
+		}
+		if op == "=" {
+			op = "=="
+		}
+		return field(col) + " " + op + " " + v, true
+	case colString:
+		s, ok := c.v.(string)
+		if !ok || !types.IsText(c.typ) || !utf8.ValidString(s) {
+			return "", false
+		}
+		if op == "=" {
+			op = "=="
+		}
+		return field(col) + " " + op + " " + pyString(s), true
+	}
+	return "", false
+}
+
+// in renders `col IN (list)` (NOT IN when neg).
+func (tr *translator) in(l, r gms.Expression, neg bool) (string, bool) {
+	col, ok := tr.column(l)
+	tup, ok2 := r.(expression.Tuple)
+	if !ok || !ok2 || len(tup) == 0 {
+		return "", false
+	}
+	var terms []string
+	for _, m := range tup {
+		c, ok := literal(m)
+		if !ok {
+			return "", false
+		}
+		if c.v == nil {
+			if neg {
+				return "", false // NOT IN (.., NULL) is never TRUE
+			}
+			continue // x IN (.., NULL) is TRUE only for the other members
+		}
+		s, ok := tr.compare(col, "=", c, neg)
+		if !ok {
+			return "", false
+		}
+		terms = append(terms, s)
+	}
+	if len(terms) == 0 {
+		return "", false
+	}
+	// Members are compared as the engine's `=` does (TileDB's `in`
+	// compares bytes: -0.0 would not be in [0.0]).
+	join := ") or ("
+	if neg {
+		join = ") and ("
+	}
+	return "(" + strings.Join(terms, join) + ")", true
+}
+
+// field names a column in the condition language, whatever its name.
+func field(c filterCol) string {
+	if c.dim {
+		return "dim(" + pyString(c.name) + ")"
+	}
+	return "attr(" + pyString(c.name) + ")"
+}
+
+// intConst is an integer column's constant as an exact decimal, when the
+// engine compares the two exactly (or through doubles that hold both).
+func intConst(col filterCol, c lit) (decimal.Decimal, bool) {
+	small := col.bits <= 32 // every value is exact as a double
+	switch v := c.v.(type) {
+	case bool:
+		if v {
+			return decimal.NewFromInt(1), true
+		}
+		return decimal.Zero, true
+	case int8, int16, int32, int64:
+		d, _ := keyDecimal(v)
+		// signed with signed compares as int64; with an unsigned column
+		// as doubles
+		return d, col.signed || small
+	case uint8, uint16, uint32, uint64:
+		d, _ := keyDecimal(v)
+		return d, !col.signed || small
+	case decimal.Decimal:
+		return v, true // compared as exact decimals
+	case float64:
+		if !small || math.IsNaN(v) || math.IsInf(v, 0) {
+			return decimal.Decimal{}, false
+		}
+		return decimal.NewFromFloat(v), true
+	}
+	return decimal.Decimal{}, false
+}
+
+// intCompare renders an integer comparison as the range of values that
+// pass, clipped to the type.
+func intCompare(col filterCol, op string, d decimal.Decimal) string {
+	f := field(col)
+	never := f + " < " + col.min.String() // false for every cell, null or not
+	if op == "!=" {
+		if d.IsInteger() && d.Cmp(col.min) >= 0 && d.Cmp(col.max) <= 0 {
+			return f + " != " + d.String()
+		}
+		return f + " != None" // every non-null value differs
+	}
+	lo, hi := col.min, col.max
+	switch op {
+	case "=":
+		if !d.IsInteger() {
+			return never
+		}
+		lo, hi = maxDec(lo, d), minDec(hi, d)
+	case ">=":
+		lo = maxDec(lo, d.Ceil())
+	case ">":
+		lo = maxDec(lo, d.Floor().Add(decimal.NewFromInt(1)))
+	case "<=":
+		hi = minDec(hi, d.Floor())
+	case "<":
+		hi = minDec(hi, d.Ceil().Sub(decimal.NewFromInt(1)))
+	}
+	switch {
+	case lo.Cmp(hi) > 0:
+		return never
+	case lo.Equal(hi):
+		return f + " == " + lo.String()
+	case lo.Equal(col.min) && hi.Equal(col.max):
+		return f + " != None"
+	case lo.Equal(col.min):
+		return f + " <= " + hi.String()
+	case hi.Equal(col.max):
+		return f + " >= " + lo.String()
+	}
+	return "(" + f + " >= " + lo.String() + ") and (" + f + " <= " + hi.String() + ")"
+}
+
+func maxDec(a, b decimal.Decimal) decimal.Decimal {
+	if a.Cmp(b) >= 0 {
+		return a
+	}
+	return b
+}
+
+func minDec(a, b decimal.Decimal) decimal.Decimal {
+	if a.Cmp(b) <= 0 {
+		return a
+	}
+	return b
+}
+
+// floatConst is a float column's constant as the literal the condition
+// takes, when the column's type holds it exactly and the engine's
+// comparison is the same as TileDB's.
+func floatConst(col filterCol, c lit) (string, bool) {
+	var v float64
+	switch x := c.v.(type) {
+	case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
+		d, _ := keyDecimal(x)
+		f, exact := d.Float64()
+		if !exact {
+			return "", false
+		}
+		v = f
+	case float64:
+		v = x
+	case float32:
+		v = float64(x)
+	case decimal.Decimal:
+		// The engine compares the column's shortest decimal with the
+		// constant: that agrees with a comparison of values when the
+		// constant is the shortest decimal of its nearest value.
+		f, _ := x.Float64()
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return "", false
+		}
+		if col.kind == colFloat32 {
+			if !decimal.NewFromFloat32(float32(f)).Equal(x) {
+				return "", false
+			}
+		} else if !decimal.NewFromFloat(f).Equal(x) {
+			return "", false
+		}
+		v = f
+	default:
+		return "", false
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "", false
+	}
+	if col.kind == colFloat32 {
+		// exact in float32, and (for decimals) its shortest float32
+		// decimal is also its exact value, so that doubles, float32 and
+		// decimals all compare it alike
+		if float64(float32(v)) != v {
+			return "", false
+		}
+		if _, isDec := c.v.(decimal.Decimal); isDec && !decimal.NewFromFloat(v).Equal(decimal.NewFromFloat32(float32(v))) {
+			return "", false
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	s := strconv.FormatFloat(v, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s, true
+}
+
+// pyString is s as a Python string literal.
+func pyString(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatInt(int64(r)|0x100, 16)[1:])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
