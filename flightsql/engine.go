@@ -162,6 +162,10 @@ type table struct {
 	// filter is the condition pushed into the scan (filter.go), "" for
 	// none.
 	filter string
+	// extra are dimension ranges taken from WHERE terms the engine's
+	// index did not turn into the lookup (filter.go); every partition
+	// intersects its ranges with them.
+	extra dimRanges
 }
 
 var (
@@ -297,9 +301,26 @@ func (t *table) nativeQuery(ranges dimRanges, limit int64) (*query.Query, bool) 
 		// only the rows that pass.
 		q.DropFailing = t.arr.Schema.IsDense()
 	}
-	sub, empty := ranges.subarray(t.arr)
+	sub, empty := t.withExtra(ranges).subarray(t.arr)
 	q.Subarray = sub
 	return q, empty
+}
+
+// withExtra is a partition's ranges intersected with the table's extra
+// ranges.
+func (t *table) withExtra(ranges dimRanges) dimRanges {
+	if len(t.extra) == 0 {
+		return ranges
+	}
+	out := ranges.clone()
+	for d, rs := range t.extra {
+		out.intersect(d, rs)
+		out[d] = nonEmpty(out[d])
+		if len(out[d]) == 0 {
+			out[d] = []rng{{lo: 1, hi: 0, flo: 1, fhi: 0}}
+		}
+	}
+	return out
 }
 
 // partition is one scan: the dimension ranges it reads (nil: all;

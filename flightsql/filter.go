@@ -132,14 +132,19 @@ func (t *table) filterColumn(name string) (filterCol, bool) {
 	return c, true
 }
 
-// pushFilter splits a WHERE expression into its conjuncts and translates
-// the ones the scan can answer exactly. It returns the condition (""
-// when none) and the conjuncts left to the engine.
-func (t *table) pushFilter(e gms.Expression, cols gms.ColSet) (string, []gms.Expression) {
+// pushFilter splits a WHERE expression into its conjuncts and takes the
+// ones the scan can answer exactly: ranges of one dimension become
+// subarray ranges (ranges), the others the condition (cond, "" when
+// none); rest are left to the engine.
+func (t *table) pushFilter(e gms.Expression, cols gms.ColSet) (cond_ string, ranges dimRanges, rest []gms.Expression) {
 	var pushed []string
-	var rest []gms.Expression
+	ranges = dimRanges{}
 	for _, term := range expression.SplitConjunction(e) {
 		tr := &translator{t: t, cols: cols}
+		if dim, rs, ok := tr.dimRanges(term); ok {
+			ranges.intersect(dim, rs)
+			continue
+		}
 		c, ok := tr.expr(term, false)
 		if ok {
 			if _, err := cond.Compile(c, t.arr.Schema); err != nil {
@@ -152,13 +157,182 @@ func (t *table) pushFilter(e gms.Expression, cols gms.ColSet) (string, []gms.Exp
 		}
 		pushed = append(pushed, c)
 	}
-	if len(pushed) == 0 {
-		return "", rest
+	switch len(pushed) {
+	case 0:
+	case 1:
+		cond_ = pushed[0]
+	default:
+		cond_ = "(" + strings.Join(pushed, ") and (") + ")"
 	}
-	if len(pushed) == 1 {
-		return pushed[0], rest
+	return cond_, ranges, rest
+}
+
+// dimRanges turns a term that restricts one integer or float dimension
+// (comparisons with constants, BETWEEN, IN, and AND/OR/NOT of those) into
+// the ranges of values that pass. Dimensions hold no nulls, so NOT is the
+// complement.
+func (tr *translator) dimRanges(e gms.Expression) (int, []rng, bool) {
+	dim := -1
+	var walk func(e gms.Expression, neg bool) ([]rng, bool)
+	one := func(col gms.Expression, op string, c gms.Expression, neg bool) ([]rng, bool) {
+		gf, ok := col.(*expression.GetField)
+		if !ok || tr.cols.Len() == 0 || !tr.cols.Contains(gf.Id()) {
+			return nil, false
+		}
+		d := -1
+		for _, i := range tr.t.pushable() {
+			if strings.EqualFold(tr.t.arr.Schema.Dimensions[i].Name, gf.Name()) {
+				d = i
+			}
+		}
+		if d < 0 || (dim >= 0 && d != dim) {
+			return nil, false
+		}
+		l, ok := literal(c)
+		if !ok || l.v == nil {
+			return nil, false
+		}
+		if _, isStr := l.v.(string); isStr {
+			return nil, false
+		}
+		key, ok := keyDecimal(l.v)
+		if !ok {
+			return nil, false
+		}
+		dim = d
+		kind := kindOf(tr.t.arr.Schema.Dimensions[d].Type)
+		if neg {
+			op = negOp[op]
+		}
+		if op == "!=" {
+			a, ok1 := bound(kind, "<", key)
+			b, ok2 := bound(kind, ">", key)
+			return []rng{a, b}, ok1 && ok2
+		}
+		r, ok := bound(kind, op, key)
+		return []rng{r}, ok
 	}
-	return "(" + strings.Join(pushed, ") and (") + ")", rest
+	union := func(a, b []rng) []rng { return append(append([]rng(nil), a...), b...) }
+	inter := func(a, b []rng) []rng {
+		d := dimRanges{0: a}
+		d.intersect(0, b)
+		return nonEmpty(d[0])
+	}
+	walk = func(e gms.Expression, neg bool) ([]rng, bool) {
+		bin := func(l, r gms.Expression, op string) ([]rng, bool) {
+			if _, ok := l.(*expression.GetField); ok {
+				return one(l, op, r, neg)
+			}
+			return one(r, flipOp[op], l, neg)
+		}
+		switch x := e.(type) {
+		case *expression.And, *expression.Or:
+			var l, r gms.Expression
+			isAnd := false
+			if a, ok := x.(*expression.And); ok {
+				l, r, isAnd = a.LeftChild, a.RightChild, true
+			} else {
+				o := x.(*expression.Or)
+				l, r = o.LeftChild, o.RightChild
+			}
+			a, ok := walk(l, neg)
+			if !ok {
+				return nil, false
+			}
+			b, ok := walk(r, neg)
+			if !ok {
+				return nil, false
+			}
+			if isAnd != neg {
+				return inter(a, b), true
+			}
+			return union(a, b), true
+		case *expression.Not:
+			return walk(x.Child, !neg)
+		case *expression.Between:
+			a, ok1 := one(x.Val, ">=", x.Lower, false)
+			b, ok2 := one(x.Val, "<=", x.Upper, false)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			rs := inter(a, b)
+			if neg {
+				lo, ok1 := one(x.Val, "<", x.Lower, false)
+				hi, ok2 := one(x.Val, ">", x.Upper, false)
+				return union(lo, hi), ok1 && ok2
+			}
+			return rs, true
+		case *expression.InTuple, *expression.HashInTuple:
+			var l, r gms.Expression
+			if it, ok := x.(*expression.InTuple); ok {
+				l, r = it.Left(), it.Right()
+			} else {
+				h := x.(*expression.HashInTuple)
+				l, r = h.Left(), h.Right()
+			}
+			tup, ok := r.(expression.Tuple)
+			if !ok || len(tup) == 0 {
+				return nil, false
+			}
+			var out []rng
+			for _, m := range tup {
+				if lm, ok := literal(m); ok && lm.v == nil {
+					return nil, false // NULL members: three-valued; left to the engine
+				}
+				if neg {
+					rs, ok := one(l, "!=", m, false)
+					if !ok {
+						return nil, false
+					}
+					if out == nil {
+						out = rs
+					} else {
+						out = inter(out, rs)
+					}
+					continue
+				}
+				rs, ok := one(l, "=", m, false)
+				if !ok {
+					return nil, false
+				}
+				out = union(out, rs)
+			}
+			return out, true
+		case *expression.Equals:
+			return bin(x.Left(), x.Right(), "=")
+		case *expression.GreaterThan:
+			return bin(x.Left(), x.Right(), ">")
+		case *expression.GreaterThanOrEqual:
+			return bin(x.Left(), x.Right(), ">=")
+		case *expression.LessThan:
+			return bin(x.Left(), x.Right(), "<")
+		case *expression.LessThanOrEqual:
+			return bin(x.Left(), x.Right(), "<=")
+		}
+		return nil, false
+	}
+	rs, ok := walk(e, false)
+	if !ok || dim < 0 {
+		return 0, nil, false
+	}
+	kept := nonEmpty(rs)
+	if len(kept) == 0 {
+		// no value passes: one empty range, which selects no cell
+		kept = []rng{{lo: 1, hi: 0, flo: 1, fhi: 0}}
+	}
+	return dim, kept, true
+}
+
+// nonEmpty drops the ranges no value is in (integer ranges keep
+// flo/fhi infinite, float ranges lo/hi at the int64 extremes).
+func nonEmpty(rs []rng) []rng {
+	var out []rng
+	for _, r := range rs {
+		if r.lo <= r.hi && r.flo <= r.fhi {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 type translator struct {

@@ -90,16 +90,27 @@ func pushFilterInto(child gms.Node, e gms.Expression) (gms.Node, []gms.Expressio
 	if t == nil {
 		return nil, nil, false, nil
 	}
-	c, rest := t.pushFilter(e, cols)
-	if c == "" {
+	c, ranges, rest := t.pushFilter(e, cols)
+	if c == "" && len(ranges) == 0 {
 		return nil, nil, false, nil
 	}
 	with := func(tb *table) *table {
 		nt := *tb
-		if nt.filter == "" {
+		switch {
+		case c == "":
+		case nt.filter == "":
 			nt.filter = c
-		} else {
+		default:
 			nt.filter = "(" + nt.filter + ") and (" + c + ")"
+		}
+		if len(ranges) > 0 {
+			nt.extra = nt.extra.clone()
+			if nt.extra == nil {
+				nt.extra = dimRanges{}
+			}
+			for d, rs := range ranges {
+				nt.extra.intersect(d, rs)
+			}
 		}
 		return &nt
 	}
@@ -341,7 +352,7 @@ func (t *table) aggItem(e gms.Expression, cols gms.ColSet) (aggItem, bool) {
 // the non-empty domain) select, so that TileDB's dense aggregates, which
 // skip unwritten cells, see every cell the table holds.
 func (t *table) allWritten(ranges dimRanges) bool {
-	sub, empty := ranges.subarray(t.arr)
+	sub, empty := t.withExtra(ranges).subarray(t.arr)
 	if empty {
 		return false
 	}

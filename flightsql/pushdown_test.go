@@ -51,6 +51,14 @@ func TestFilterPushdown(t *testing.T) {
 		{`SELECT k FROM g.pts WHERE s = 's7' OR s >= 's19'`, `(attr('s') == 's7') or (attr('s') >= 's19')`, 9, "19;2;3;4;5;6;7;8;9"},
 		{`SELECT k FROM g.pts WHERE s LIKE 's1%' AND n IS NOT NULL`, `attr('n') != None`, -1, "10;12;14;16;18"},
 		{`SELECT k FROM g.pts WHERE k != 3 AND k < 5`, "", 4, "0;1;2;4"},
+		// ranges on a dimension the chosen index does not cover go to the
+		// subarray too (dense arrays take no dimension conditions)
+		{`SELECT x, y FROM dense WHERE x BETWEEN 3 AND 4 AND y > 7`, `"y":[[8,9]]`, 4, "3|8;3|9;4|8;4|9"},
+		{`SELECT y FROM dense WHERE x = 1 AND y != 5`, `"y":[[0,4],[6,9]]`, 9, "0;1;2;3;4;6;7;8;9"},
+		{`SELECT y FROM dense WHERE x = 0 AND NOT (y BETWEEN 1 AND 8)`, `"y":[[0,0],[9,9]]`, 2, "0;9"},
+		{`SELECT y FROM dense WHERE x = 0 AND (y IN (1, 3) OR y > 8)`, `"y":[[1,1],[3,3],[9,9]]`, 3, "1;3;9"},
+		{`SELECT y FROM dense WHERE x = 0 AND y NOT IN (0, 2, 4, 6, 8) AND v > 4`, `attr('v') > 4.0`, 3, "5;7;9"},
+		{`SELECT y FROM dense WHERE x = 0 AND y > 2.5 AND y < 2.7`, "", 0, ""},
 		{`SELECT k FROM g.pts WHERE (k != 3 OR n = 0) AND k < 5`, `(dim('k') != 3) or (attr('n') == 0)`, 4, "0;1;2;4"},
 	}
 	for _, tc := range cases {

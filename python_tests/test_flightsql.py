@@ -314,6 +314,67 @@ STATEMENTS = [
     ("SELECT x, (SELECT max(weight) FROM %s) FROM %s WHERE x = 0 AND y < 3" % (L, D), False),
 ]
 
+# WHERE terms on attributes that become the scan's filter (FILTER_PUSHED:
+# each is checked against DuckDB, and EXPLAIN must show the condition),
+# then ones that must stay in the engine (three-valued logic the filter
+# cannot express, constants a float column does not hold exactly).
+FILTER_PUSHED = [
+    ("SELECT x, y, a FROM %s WHERE a > 15 AND b < 0" % D, "attr('a') > 15.0"),
+    ("SELECT x, y FROM %s WHERE NOT (b > 10)" % D, "attr('b') <= 10"),
+    ("SELECT x, y FROM %s WHERE b NOT IN (1, 2, 3) AND x < 4" % D, "(attr('b') != 1) and (attr('b') != 2)"),
+    ("SELECT x, y, b FROM %s WHERE b NOT BETWEEN -45 AND 45" % D, "(attr('b') <= -46) or (attr('b') >= 46)"),
+    ("SELECT x, y FROM %s WHERE a >= 12.5 AND a < 13" % D, "attr('a') >= 12.5"),
+    ("SELECT x, y, c FROM %s WHERE c < 0.5 AND c >= 0.25" % D, "attr('c') < 0.5"),
+    ("SELECT x, y FROM %s WHERE b > 2.5 AND b < 4.5" % D, "(attr('b') >= 3) and (attr('b') <= 4)"),
+    ("SELECT x, y FROM %s WHERE b = 2.5" % D, "attr('b') < -2147483648"),
+    ("SELECT count(*) FROM %s WHERE b < 100000000000" % D, "attr('b') != None"),
+    ("SELECT x, y FROM %s WHERE b = 7 OR (a > 20 AND c > 0.5)" % D, "(attr('b') == 7) or"),
+    ("SELECT x, y FROM %s WHERE x < 3 AND NOT (b <> 4)" % D, "attr('b') == 4"),
+    ("SELECT x, avg(a) FROM %s WHERE b >= 40 GROUP BY x" % D, "attr('b') >= 40"),
+    ("SELECT k, n FROM %s WHERE n != 3" % P, "attr('n') != 3"),
+    ("SELECT k, n FROM %s WHERE NOT (n = 3)" % P, "attr('n') != 3"),
+    ("SELECT k, n FROM %s WHERE n NOT IN (1, 2, 3)" % P, "(attr('n') != 1) and"),
+    ("SELECT k, n FROM %s WHERE n IN (1, NULL, 4)" % P, "(attr('n') == 1) or (attr('n') == 4)"),
+    ("SELECT k FROM %s WHERE NOT (n IS NULL) AND n < 5" % P, "attr('n') != None"),
+    ("SELECT k FROM %s WHERE NOT (n IS NULL OR n > 4)" % P, "(attr('n') != None) and (attr('n') <= 4)"),
+    ("SELECT k, s FROM %s WHERE s <> 'alpha0'" % P, "attr('s') != 'alpha0'"),
+    ("SELECT k, s FROM %s WHERE s >= 'beta' AND s < 'delta'" % P, "attr('s') >= 'beta'"),
+    ("SELECT k, s FROM %s WHERE NOT (s IN ('beta1', 'eps4'))" % P, "(attr('s') != 'beta1') and (attr('s') != 'eps4')"),
+    ("SELECT k FROM %s WHERE val BETWEEN -0.5 AND 0.5" % P, "(attr('val') >= -0.5) and (attr('val') <= 0.5)"),
+    ("SELECT k, t FROM %s WHERE t <> 50.5 AND n = 7" % P, "attr('n') == 7"),
+    ("SELECT s, count(*), sum(val) FROM %s WHERE n > 10 GROUP BY s" % P, "attr('n') >= 11"),
+    ("SELECT id, name FROM %s WHERE name IN ('n02', 'n40', 'zz')" % L, "(attr('name') == 'n02') or"),
+    ("SELECT i FROM sqltop WHERE v = 0 OR v > 28", "(attr('v') == 0) or (attr('v') >= 29)"),
+]
+FILTER_KEPT = [
+    "SELECT k, n FROM %s WHERE n NOT IN (1, NULL)" % P,
+    "SELECT x, y FROM %s WHERE c < 0.1 OR c > 0.9" % D,
+    "SELECT x, y FROM %s WHERE c = 0.3" % D,
+    "SELECT k FROM %s WHERE s LIKE '%%5'" % P,
+    "SELECT x, y FROM %s WHERE a > b" % D,
+]
+# Whole-table aggregates the reader answers (EXPLAIN says so), and ones it
+# must not (a dense array with a filter: TileDB's dense count counts the
+# failing cells).
+AGG_NATIVE = [
+    "SELECT count(*), sum(b), min(b), max(b), avg(b) FROM %s" % D,
+    "SELECT count(*), sum(a), min(c), max(c), avg(c) FROM %s WHERE x < 5" % D,
+    "SELECT count(*) AS cnt, sum(b) AS s FROM %s WHERE x BETWEEN 3 AND 7 AND y > 20" % D,
+    "SELECT count(n), count(*), sum(n), min(n), max(n), avg(n) FROM %s" % P,
+    "SELECT count(n), sum(n), avg(val), min(val), max(val) FROM %s WHERE n > 5" % P,
+    "SELECT count(*), count(n), sum(n), min(n), avg(n) FROM %s WHERE n > 100" % P,
+    "SELECT count(*), max(k), min(t) FROM %s WHERE k < 300 AND s >= 'd'" % P,
+    "SELECT sum(v), count(*) FROM sqltop",
+    "SELECT count(*) * 2, max(weight) - min(weight) FROM %s" % L,
+]
+AGG_ENGINE = [
+    "SELECT count(*), sum(b) FROM %s WHERE a > 15" % D,
+    "SELECT count(DISTINCT n) FROM %s" % P,
+    "SELECT min(s), max(s) FROM %s" % P,
+]
+STATEMENTS = STATEMENTS + [(q, False) for q, _ in FILTER_PUSHED] + [(q, False) for q in FILTER_KEPT] + \
+    [(q, False) for q in AGG_NATIVE] + [(q, False) for q in AGG_ENGINE]
+
 
 @pytest.mark.parametrize("sql,ordered", STATEMENTS, ids=[s for s, _ in STATEMENTS])
 def test_statement_matches_duckdb(env, sql, ordered):
@@ -369,6 +430,62 @@ def test_explain_shows_pushdown(env):
     assert '"subarray":{"x":[[2,3]]}' in plan and '"limit":4' in plan and '"columns":["a"]' in plan, plan
     plan = "\n".join(run_ours(conn, "EXPLAIN SELECT s, count(*) FROM sqlt.pts WHERE k > 500 AND val > 0 GROUP BY s").column(0).to_pylist())
     assert '"subarray":{"k":[[501,597]]}' in plan and "SQL engine" in plan, plan
+
+
+def _explain(conn, sql):
+    return "\n".join(run_ours(conn, "EXPLAIN " + sql).column(0).to_pylist())
+
+
+@pytest.mark.parametrize("sql,cond", FILTER_PUSHED, ids=[s for s, _ in FILTER_PUSHED])
+def test_explain_shows_pushed_filter(env, sql, cond):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert '"filter":"' in plan and cond in plan, plan
+
+
+@pytest.mark.parametrize("sql", FILTER_KEPT)
+def test_explain_keeps_inexact_terms_in_engine(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert '"filter"' not in plan and "Filter" in plan, plan
+
+
+@pytest.mark.parametrize("sql", AGG_NATIVE)
+def test_explain_shows_native_aggregates(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert "answered by the reader" in plan and '"aggregates":' in plan, plan
+
+
+@pytest.mark.parametrize("sql", AGG_ENGINE)
+def test_explain_engine_aggregates(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert "answered by the reader" not in plan and "GroupBy" in plan, plan
+
+
+def test_aggregate_types_stay_stable(env):
+    """Native aggregates give the types the engine gave: COUNT BIGINT, MIN/MAX
+    the column's type, SUM/AVG DOUBLE for non-decimal columns."""
+    conn, _, _ = env
+    t = run_ours(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d")
+    assert [f.type for f in t.schema] == [pa.int64(), pa.int32(), pa.int32(), pa.float32(), pa.float64()] or \
+        t.schema.field(0).type == pa.int64(), t.schema
+    eng = run_ours(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d WHERE a > -1000")
+    assert "answered by the reader" in _explain(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d")
+    assert "answered by the reader" not in _explain(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d WHERE a > -1000")
+    assert t.schema == eng.schema, (t.schema, eng.schema)
+    assert _rows(t) == _rows(eng) or all(_cell_eq(a, b) for a, b in zip(_rows(t)[0], _rows(eng)[0]))
+
+
+def test_pushed_parameters(env):
+    conn, duck, _ = env
+    for sql, params in [("SELECT k, n FROM sqlt.pts WHERE n > ? AND s <> ?", (7, "alpha0")),
+                        ("SELECT x, y FROM sqlt.dense2d WHERE b BETWEEN ? AND ?", (-3, 3)),
+                        ("SELECT count(*), sum(n) FROM sqlt.pts WHERE n < ?", (12,))]:
+        got = _rows(run_ours(conn, sql, params))
+        want = [tuple(_norm(v) for v in r) for r in duck.execute(sql, params).fetchall()]
+        assert_same(got, want, False, sql)
 
 
 def _err(conn, sql):
