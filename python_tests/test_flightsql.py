@@ -75,6 +75,21 @@ def _top(uri):
         A[:] = np.arange(100, dtype=np.int64) * 7 % 31
 
 
+def _dvar(uri):
+    """A dense array with a var-sized string and a nullable attribute: a
+    dense scan with a pushed filter drops the failing cells of both."""
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 199), tile=32, dtype=np.int32))
+    sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
+        tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("n", dtype=np.int16, nullable=True),
+        tiledb.Attr("f", dtype=np.float32)])
+    tiledb.Array.create(uri, sch)
+    i = np.arange(200)
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"s": np.array(["w%03d" % ((k * 37) % 200) for k in i], dtype=object),
+                "n": np.ma.masked_array((i % 23).astype(np.int16), mask=(i % 5 == 0)),
+                "f": (i / 8.0).astype(np.float32)}
+
+
 def _ingest_targets(data):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10000), tile=100, dtype=np.int64))
     tiledb.Array.create(os.path.join(data, SCHEMA, "ing_sparse"), tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
@@ -107,7 +122,7 @@ def tiledb_table(uri):
 @pytest.fixture(scope="module")
 def env(flightd):
     os.makedirs(os.path.join(flightd.data, SCHEMA), exist_ok=True)
-    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup)]:
+    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup), ("dvar", _dvar)]:
         uri = os.path.join(flightd.data, SCHEMA, name)
         if not os.path.exists(uri):
             mk(uri)
@@ -120,7 +135,8 @@ def env(flightd):
     duck = duckdb.connect()
     duck.execute("CREATE SCHEMA %s" % SCHEMA)
     for name, path in [("%s.dense2d" % SCHEMA, "sqlt/dense2d"), ("%s.pts" % SCHEMA, "sqlt/pts"),
-                       ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop")]:
+                       ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop"),
+                       ("%s.dvar" % SCHEMA, "sqlt/dvar")]:
         tmp_tbl = tiledb_table(os.path.join(flightd.data, path))  # noqa: F841 (DuckDB reads it by name)
         duck.execute("CREATE TABLE %s AS SELECT * FROM tmp_tbl" % name)
 
@@ -345,6 +361,11 @@ FILTER_PUSHED = [
     ("SELECT s, count(*), sum(val) FROM %s WHERE n > 10 GROUP BY s" % P, "attr('n') >= 11"),
     ("SELECT id, name FROM %s WHERE name IN ('n02', 'n40', 'zz')" % L, "(attr('name') == 'n02') or"),
     ("SELECT i FROM sqltop WHERE v = 0 OR v > 28", "(attr('v') == 0) or (attr('v') >= 29)"),
+    ("SELECT i, s, n, f FROM sqlt.dvar WHERE n > 15", "attr('n') >= 16"),
+    ("SELECT i, s, n FROM sqlt.dvar WHERE s >= 'w150' OR n IS NULL", "(attr('s') >= 'w150') or (attr('n') == None)"),
+    ("SELECT i, s FROM sqlt.dvar WHERE NOT (n < 20) AND f > 3.5", "attr('n') >= 20"),
+    ("SELECT i, s, f FROM sqlt.dvar WHERE f IN (0.5, 2.125, 24.875) AND s <> 'w000'", "attr('f') == 2.125"),
+    ("SELECT count(*), sum(n), min(s) FROM sqlt.dvar WHERE n != 3 AND i > 50", "attr('n') != 3"),
 ]
 FILTER_KEPT = [
     "SELECT k, n FROM %s WHERE n NOT IN (1, NULL)" % P,
@@ -366,6 +387,8 @@ AGG_NATIVE = [
     "SELECT count(*), max(k), min(t) FROM %s WHERE k < 300 AND s >= 'd'" % P,
     "SELECT sum(v), count(*) FROM sqltop",
     "SELECT count(*) * 2, max(weight) - min(weight) FROM %s" % L,
+    "SELECT count(*), count(n), sum(n), min(n), max(f), avg(f) FROM sqlt.dvar",
+    "SELECT count(n), sum(n), avg(n) FROM sqlt.dvar WHERE i BETWEEN 10 AND 60",
 ]
 AGG_ENGINE = [
     "SELECT count(*), sum(b) FROM %s WHERE a > 15" % D,
