@@ -356,7 +356,7 @@ func (t *table) aggItem(e gms.Expression, cols gms.ColSet) (aggItem, bool) {
 	return aggItem{}, false
 }
 
-// allWritten says whether one fragment wrote every cell the ranges (nil:
+// allWritten says whether fragments wrote every cell the ranges (nil:
 // the non-empty domain) select, so that TileDB's dense aggregates, which
 // skip unwritten cells, see every cell the table holds.
 func (t *table) allWritten(ranges dimRanges) bool {
@@ -390,23 +390,60 @@ func (t *table) allWritten(ranges dimRanges) bool {
 		}
 		lo[i], hi[i] = l, h
 	}
+	// Dense fragments write every cell of their non-empty domain: the
+	// box is written when the fragments' boxes cover it. Subtract each
+	// fragment's box from what is left uncovered.
+	type box struct{ lo, hi []int64 }
+	left := []box{{lo, hi}}
 	for _, f := range t.arr.Fragments {
 		fned := f.NonEmptyDomain()
 		if len(fned) != len(dims) {
 			continue
 		}
-		covers := true
+		flo := make([]int64, len(dims))
+		fhi := make([]int64, len(dims))
 		for i := range dims {
-			if schema.AsInt64(dims[i].Type, fned[i].Start) > lo[i] || schema.AsInt64(dims[i].Type, fned[i].End) < hi[i] {
-				covers = false
-				break
+			flo[i], fhi[i] = schema.AsInt64(dims[i].Type, fned[i].Start), schema.AsInt64(dims[i].Type, fned[i].End)
+		}
+		var next []box
+		for _, b := range left {
+			overlap := true
+			for i := range dims {
+				if fhi[i] < b.lo[i] || flo[i] > b.hi[i] {
+					overlap = false
+					break
+				}
+			}
+			if !overlap {
+				next = append(next, b)
+				continue
+			}
+			// split b around the fragment's box, one dimension at a time
+			cur := box{append([]int64(nil), b.lo...), append([]int64(nil), b.hi...)}
+			for i := range dims {
+				if cur.lo[i] < flo[i] {
+					p := box{append([]int64(nil), cur.lo...), append([]int64(nil), cur.hi...)}
+					p.hi[i] = flo[i] - 1
+					next = append(next, p)
+					cur.lo[i] = flo[i]
+				}
+				if cur.hi[i] > fhi[i] {
+					p := box{append([]int64(nil), cur.lo...), append([]int64(nil), cur.hi...)}
+					p.lo[i] = fhi[i] + 1
+					next = append(next, p)
+					cur.hi[i] = fhi[i]
+				}
 			}
 		}
-		if covers {
+		left = next
+		if len(left) == 0 {
 			return true
 		}
+		if len(left) > 4096 {
+			return false // too fragmented to tell cheaply: leave it to the engine
+		}
 	}
-	return false
+	return len(left) == 0
 }
 
 func (a *nativeAgg) RowIter(ctx *gms.Context, row gms.Row) (gms.RowIter, error) {

@@ -30,7 +30,7 @@ import (
 // fixture: a 10x10 dense array "dense" (v = 10*x + y, w = x*y as float32)
 // and a sparse array "g/pts" (k in 0..19 step 1, s = "s<k>", n nullable:
 // null for odd k).
-func serveSQL(t testing.TB) (*flightsql.Client, aflight.Client) {
+func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string), c aflight.Client)) (*flightsql.Client, aflight.Client) {
 	t.Helper()
 	ctx := context.Background()
 	st := storage.NewMem()
@@ -94,6 +94,10 @@ func serveSQL(t testing.TB) (*flightsql.Client, aflight.Client) {
 		}
 	}
 	put(t, c, `{"array":"g/pts"}`, b.NewRecordBatch())
+
+	for _, x := range extra {
+		x(t, mk, c)
+	}
 	return sc, c
 }
 
