@@ -211,11 +211,6 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 			d.p.Array.Dir, c.n, maxChunkCells)
 	}
 	c.cols = make([]colData, len(d.fields))
-	for i, f := range d.fields {
-		if f.Role == arrowconv.Dimension {
-			c.cols[i] = colData{data: d.dimColumn(c, &l, i, f)}
-		}
-	}
 	regs := d.regions(c)
 	if d.prog != nil {
 		if err := d.pruneTiles(c, &l, regs); err != nil {
@@ -225,9 +220,13 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 			// Every cell's newest version is in a tile whose statistics
 			// rule the filter out, and failing cells are dropped: nothing
 			// of this chunk is read or built.
-			c.cols = make([]colData, len(d.fields))
 			c.n, c.fail = 0, nil
 			return nil
+		}
+	}
+	for i, f := range d.fields {
+		if f.Role == arrowconv.Dimension {
+			c.cols[i] = colData{data: d.dimColumn(c, &l, i, f)}
 		}
 	}
 	if d.agg {
