@@ -575,14 +575,48 @@ def test_ingest(env):
             cur.adbc_ingest("ing_sparse", pa.table({"k": [9], "bogus": [1]}), mode="append", db_schema_name=SCHEMA)
         assert "bogus" in str(e.value)
         with pytest.raises(adbc_driver_manager.Error) as e:
-            cur.adbc_ingest("brand_new", data, mode="create", db_schema_name=SCHEMA)
-        assert "create_array" in str(e.value)
-        with pytest.raises(adbc_driver_manager.Error) as e:
             cur.adbc_ingest("ing_sparse", data, mode="replace", db_schema_name=SCHEMA)
         assert "replace" in str(e.value)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("ing_sparse", data, mode="create", db_schema_name=SCHEMA)
+        assert "exists" in str(e.value)
         assert tiledb_table(os.path.join(daemon.data, SCHEMA, "ing_sparse")).num_rows == 3
     finally:
         cur.close()
+
+
+def test_ingest_creates_tables(env):
+    """mode="create" / "create_append" / "replace" of a missing table make a
+    sparse array numbered by _rowid from the Arrow schema; TileDB reads it."""
+    conn, duck, daemon = env
+    t1 = pa.table({"name": pa.array(["a", None, "ccc"], pa.string()), "score": pa.array([0.5, 1.5, None], pa.float64()),
+                   "n": pa.array([1, 2, 3], pa.int32()), "flag": [True, False, True],
+                   "ts": pa.array([0, 1_000_000, 2_000_000], pa.timestamp("us"))})
+    t2 = pa.table({"name": ["d"], "score": [4.5], "n": pa.array([4], pa.int32()), "flag": [False],
+                   "ts": pa.array([3_000_000], pa.timestamp("us"))})
+    cur = conn.cursor()
+    try:
+        assert cur.adbc_ingest("made", t1, mode="create", db_schema_name=SCHEMA) in (3, -1)
+        assert cur.adbc_ingest("made", t2, mode="create_append", db_schema_name=SCHEMA) in (1, -1)
+        assert cur.adbc_ingest("made_r", t2, mode="replace", db_schema_name=SCHEMA) in (1, -1)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("made", t2, mode="create", db_schema_name=SCHEMA)
+        assert "exists" in str(e.value)
+    finally:
+        cur.close()
+    uri = os.path.join(daemon.data, SCHEMA, "made")
+    with tiledb.open(uri) as A:
+        assert A.schema.sparse and A.schema.domain.dim(0).name == "_rowid"
+        assert [A.schema.attr(i).name for i in range(A.schema.nattr)] == ["name", "score", "n", "flag", "ts"]
+        assert A.schema.attr("name").isnullable and A.schema.attr("ts").dtype == np.dtype("datetime64[us]")
+    got = tiledb_table(uri).sort_by("_rowid").to_pydict()
+    assert got["_rowid"] == [0, 1, 2, 3]
+    assert got["name"] == ["a", None, "ccc", "d"] and got["n"] == [1, 2, 3, 4]
+    assert got["score"][0] == 0.5 and got["score"][2] is None and got["score"][3] == 4.5
+    assert [bool(v) for v in got["flag"]] == [True, False, True, False]
+    t = run_ours(conn, "SELECT name, n FROM sqlt.made WHERE n > 1 ORDER BY _rowid")
+    assert t.column("name").to_pylist() == [None, "ccc", "d"]
+    assert tiledb_table(os.path.join(daemon.data, SCHEMA, "made_r")).to_pydict()["name"] == ["d"]
 
 
 def test_json_protocol_still_served(env):
