@@ -90,10 +90,9 @@ func TestIngestModes(t *testing.T) {
 	lb.Release()
 	rdr, _ := arr.NewRecordReader(bad, []arrow.RecordBatch{rec})
 	rec.Release()
-	o := *create
-	other := "lists"
-	o.Table = other
-	if _, err := c.ExecuteIngest(ctx, rdr, &o); status.Code(err) != codes.Unimplemented {
+	o := mode(flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionFail)
+	o.Table = "lists"
+	if _, err := c.ExecuteIngest(ctx, rdr, o); status.Code(err) != codes.Unimplemented {
 		t.Errorf("create from a list column: %v", err)
 	}
 	if _, _, err := rows(t, c, `SELECT * FROM h.lists`); status.Code(err) != codes.NotFound {
