@@ -21,17 +21,22 @@ package flightsql
 //     float comparisons are pushed only when the constant is exact in the
 //     column's type, so that TileDB's cast of the constant changes nothing.
 //   - Strings compare as bytes in both (the engine's default collation is
-//     utf8mb4_0900_bin, NO PAD). Enumerated attributes, binary, datetime
-//     and other columns stay in the engine.
+//     utf8mb4_0900_bin, NO PAD). Datetimes of seconds, milliseconds,
+//     microseconds and days compare as ticks of their unit (a constant
+//     between two ticks becomes the range of ticks, as for integers);
+//     nanosecond datetimes (the engine rounds them to microseconds),
+//     enumerated attributes, binary and other columns stay in the engine.
 //
 // Every pushed term is compiled against the array's schema first; a term
 // the condition language refuses stays in the engine.
 
 import (
+	"context"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,6 +58,7 @@ const (
 	colFloat32
 	colFloat64
 	colString
+	colTime // datetimes of a unit (ticks compared as integers)
 )
 
 // filterCol is a column a condition can name.
@@ -63,6 +69,7 @@ type filterCol struct {
 	signed   bool
 	bits     int
 	min, max decimal.Decimal // integer range of the type
+	unit     int64           // colTime: nanoseconds per tick
 }
 
 // filterColumn is the pushable view of a table column, or false.
@@ -123,6 +130,24 @@ func (t *table) filterColumn(name string) (filterCol, bool) {
 		c.kind = colFloat64
 	case arrow.STRING, arrow.LARGE_STRING:
 		c.kind = colString
+	case arrow.TIMESTAMP, arrow.DATE32:
+		// The engine compares DATETIMEs to the microsecond: nanosecond
+		// columns would compare rounded, so they stay in the engine.
+		c.kind, c.signed, c.bits = colTime, true, 64
+		c.min, c.max = decimal.NewFromInt(math.MinInt64), decimal.NewFromInt(math.MaxInt64)
+		switch typ {
+		case datatype.DatetimeSec:
+			c.unit = 1e9
+		case datatype.DatetimeMs:
+			c.unit = 1e6
+		case datatype.DatetimeUs:
+			c.unit = 1e3
+		case datatype.DatetimeDay:
+			c.unit = 86400e9
+		default:
+			return filterCol{}, false
+		}
+		return c, true
 	default:
 		return filterCol{}, false
 	}
@@ -480,6 +505,12 @@ func (tr *translator) compare(col filterCol, op string, c lit, neg bool) (string
 			op = "=="
 		}
 		return field(col) + " " + op + " " + v, true
+	case colTime:
+		d, ok := timeConst(col, c)
+		if !ok {
+			return "", false
+		}
+		return intCompare(col, op, d), true
 	case colString:
 		s, ok := c.v.(string)
 		if !ok || !types.IsText(c.typ) || !utf8.ValidString(s) {
@@ -565,6 +596,29 @@ func intConst(col filterCol, c lit) (decimal.Decimal, bool) {
 		return decimal.NewFromFloat(v), true
 	}
 	return decimal.Decimal{}, false
+}
+
+// timeConst is a datetime constant (a string or time the engine reads as
+// a DATETIME) in ticks of the column's unit, exactly (a fraction when it
+// falls between ticks).
+func timeConst(col filterCol, c lit) (decimal.Decimal, bool) {
+	switch c.v.(type) {
+	case string, time.Time:
+	default:
+		return decimal.Decimal{}, false
+	}
+	v, _, err := types.DatetimeMaxPrecision.Convert(context.Background(), c.v)
+	if err != nil {
+		return decimal.Decimal{}, false
+	}
+	tm, ok := v.(time.Time)
+	if !ok {
+		return decimal.Decimal{}, false
+	}
+	tm = tm.UTC()
+	ns := new(big.Int).Mul(big.NewInt(tm.Unix()), big.NewInt(1e9))
+	ns.Add(ns, big.NewInt(int64(tm.Nanosecond())))
+	return decimal.NewFromBigInt(ns, 0).DivRound(decimal.NewFromInt(col.unit), 20), true
 }
 
 // intCompare renders an integer comparison as the range of values that

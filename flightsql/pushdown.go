@@ -213,7 +213,7 @@ func (a *nativeAgg) Schema() gms.Schema   { return a.sch }
 func (a *nativeAgg) Children() []gms.Node { return nil }
 func (a *nativeAgg) String() string       { return "NativeAggregate(" + a.describe() + ")" }
 func (a *nativeAgg) DebugString() string  { return a.String() }
-func (a *nativeAgg) describe() string     { b, _ := a.q.MarshalJSON(); return string(b) }
+func (a *nativeAgg) describe() string     { return queryJSON(a.q) }
 func (a *nativeAgg) WithChildren(ch ...gms.Node) (gms.Node, error) {
 	if len(ch) != 0 {
 		return nil, fmt.Errorf("NativeAggregate takes no children, got %d", len(ch))

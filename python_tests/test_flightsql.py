@@ -90,6 +90,25 @@ def _dvar(uri):
                 "f": (i / 8.0).astype(np.float32)}
 
 
+def _events(uri):
+    """A sparse array with a string and a datetime dimension and datetime
+    attributes (ms and days): conditions on them are pushed as `filter`."""
+    dom = tiledb.Domain(tiledb.Dim("name", domain=(None, None), tile=None, dtype="ascii"),
+                        tiledb.Dim("t", domain=(np.datetime64("2021-01-01T00:00:00", "s"), np.datetime64("2021-12-31T00:00:00", "s")),
+                                   tile=np.timedelta64(86400, "s"), dtype=np.dtype("datetime64[s]")))
+    sch = tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
+        tiledb.Attr("ts", dtype=np.dtype("datetime64[ms]")), tiledb.Attr("day", dtype=np.dtype("datetime64[D]")),
+        tiledb.Attr("v", dtype=np.int64)])
+    tiledb.Array.create(uri, sch)
+    k = np.arange(60)
+    names = np.array(["%s%d" % ("abcde"[i % 5], i % 7) for i in k], dtype=object)
+    t = np.datetime64("2021-01-01T00:00:00", "s") + (k * 7).astype("timedelta64[s]")
+    at = np.datetime64("2021-03-01T12:00:00.000", "ms") + (k * 250).astype("timedelta64[ms]")
+    day = np.datetime64("2021-03-01", "D") + (k % 9).astype("timedelta64[D]")
+    with tiledb.open(uri, "w") as A:
+        A[names, t] = {"ts": at, "day": day, "v": k}
+
+
 def _ingest_targets(data):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10000), tile=100, dtype=np.int64))
     tiledb.Array.create(os.path.join(data, SCHEMA, "ing_sparse"), tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
@@ -122,7 +141,8 @@ def tiledb_table(uri):
 @pytest.fixture(scope="module")
 def env(flightd):
     os.makedirs(os.path.join(flightd.data, SCHEMA), exist_ok=True)
-    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup), ("dvar", _dvar)]:
+    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup), ("dvar", _dvar),
+                     ("events", _events)]:
         uri = os.path.join(flightd.data, SCHEMA, name)
         if not os.path.exists(uri):
             mk(uri)
@@ -136,7 +156,7 @@ def env(flightd):
     duck.execute("CREATE SCHEMA %s" % SCHEMA)
     for name, path in [("%s.dense2d" % SCHEMA, "sqlt/dense2d"), ("%s.pts" % SCHEMA, "sqlt/pts"),
                        ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop"),
-                       ("%s.dvar" % SCHEMA, "sqlt/dvar")]:
+                       ("%s.dvar" % SCHEMA, "sqlt/dvar"), ("%s.events" % SCHEMA, "sqlt/events")]:
         tmp_tbl = tiledb_table(os.path.join(flightd.data, path))  # noqa: F841 (DuckDB reads it by name)
         duck.execute("CREATE TABLE %s AS SELECT * FROM tmp_tbl" % name)
 
@@ -150,6 +170,8 @@ def env(flightd):
 
 
 def _norm(v):
+    if isinstance(v, bytes):
+        return v.decode()  # TileDB reads ASCII dimensions as bytes
     if isinstance(v, decimal.Decimal):
         return float(v)
     if isinstance(v, bool):
@@ -366,6 +388,17 @@ FILTER_PUSHED = [
     ("SELECT i, s FROM sqlt.dvar WHERE NOT (n < 20) AND f > 3.5", "attr('n') >= 20"),
     ("SELECT i, s, f FROM sqlt.dvar WHERE f IN (0.5, 2.125, 24.875) AND s <> 'w000'", "attr('f') == 2.125"),
     ("SELECT count(*), sum(n), min(s) FROM sqlt.dvar WHERE n != 3 AND i > 50", "attr('n') != 3"),
+    # datetimes (ms and day attributes, a seconds dimension) and a string dimension
+    ("SELECT name, v FROM sqlt.events WHERE ts >= '2021-03-01 12:00:05'", "attr('ts') >= 1614600005000"),
+    ("SELECT v FROM sqlt.events WHERE ts < '2021-03-01 12:00:02.0005'", "attr('ts') <= 1614600002000"),
+    ("SELECT v FROM sqlt.events WHERE ts = '2021-03-01 12:00:02.0005'", "attr('ts') < -9223372036854775808"),
+    ("SELECT v, day FROM sqlt.events WHERE day = '2021-03-05'", "attr('day') == 18691"),
+    ("SELECT v FROM sqlt.events WHERE day BETWEEN '2021-03-02' AND '2021-03-04 12:00:00'", "(attr('day') >= 18688) and (attr('day') <= 18690)"),
+    ("SELECT v FROM sqlt.events WHERE NOT (day IN ('2021-03-01', '2021-03-09'))", "(attr('day') != 18687) and (attr('day') != 18695)"),
+    ("SELECT name, t FROM sqlt.events WHERE NOT (t > '2021-01-01 00:01:00')", "dim('t') <= 1609459260"),
+    ("SELECT name, v FROM sqlt.events WHERE name = 'b3'", "dim('name') == 'b3'"),
+    ("SELECT name, v FROM sqlt.events WHERE name IN ('a0', 'c2', 'zz') OR v > 55", "(dim('name') == 'a0') or"),
+    ("SELECT count(*), max(v) FROM sqlt.events WHERE name >= 'c' AND name < 'd'", "dim('name') >= 'c'"),
 ]
 FILTER_KEPT = [
     "SELECT k, n FROM %s WHERE n NOT IN (1, NULL)" % P,
