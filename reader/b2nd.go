@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -157,6 +158,8 @@ type b2ndSource struct {
 	// of item (in the dtype's byte order); such chunks are not emitted.
 	special func(item []byte, cells uint64) error
 	ranges  [][]interval
+	// mranges are ranges sorted and merged per dimension.
+	mranges [][]interval
 	rows    int // rows in the current batch
 	left    int64
 	out     chan arrow.RecordBatch
@@ -167,9 +170,6 @@ type b2ndSource struct {
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
 	nd     int
-	// bufs recycles block buffers and decoding scratch (BlockNBytes and
-	// 2*BlockNBytes bytes): a read decodes many blocks of one size.
-	bufs, scratch sync.Pool
 }
 
 type blockKey struct {
@@ -241,6 +241,7 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool,
 				rs = append(rs, interval{lo, hi})
 			}
 			s.ranges = append(s.ranges, rs)
+			s.mranges = append(s.mranges, merged(rs))
 		}
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
@@ -501,25 +502,42 @@ func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
 }
 
 // load decodes the blocks of the cross product of per-dimension (chunk,
-// block) pairs into s.blocks, reading chunks not open yet.
+// block) pairs into s.blocks, reading chunks not open yet. Chunks of a
+// contiguous frame are opened by their head only; the blocks are then
+// read and decoded in pieces of consecutive blocks, in parallel, so that
+// both the reads and the decompression use every worker, and a block the
+// subarray covers less than half of is unshuffled only where it is read
+// (see blockSpans).
 func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	type job struct {
-		key blockKey
+		key   blockKey
+		spans []b2chunk.Span
+	}
+	locals := make([][][]interval, s.nd)
+	for d := range per {
+		locals[d] = make([][]interval, len(per[d]))
+		for k, p := range per[d] {
+			locals[d][k] = s.blockLocal(d, p)
+		}
 	}
 	var jobs []job
 	idx := make([]int, s.nd)
-	cc := make([]int64, s.nd)
+	loc := make([][]interval, s.nd)
 	for {
 		var chunkN int64
 		block := 0
 		for d := 0; d < s.nd; d++ {
-			cc[d] = per[d][idx[d]][0]
 			chunkN = chunkN*s.a.ChunksPer[d] + per[d][idx[d]][0]
 			block = block*int(s.a.BlocksPer[d]) + int(per[d][idx[d]][1])
+			loc[d] = locals[d][idx[d]]
 		}
 		k := blockKey{chunkN, block}
 		if _, ok := s.blocks[k]; !ok {
-			jobs = append(jobs, job{k})
+			sp := s.blockSpans(loc)
+			if sp != nil {
+				b2ndSpanBlocks.Add(1)
+			}
+			jobs = append(jobs, job{k, sp})
 			s.blocks[k] = nil
 		}
 		d := s.nd - 1
@@ -540,8 +558,8 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	if ws := s.opt.MaxWorkingSet; ws > 0 && int64(len(jobs))*int64(s.a.BlockNBytes()) > ws {
 		return errkind.Errorf(errkind.ResourceExhausted, "array %s: the query needs %d blocks of %d bytes at once, more than the working set of %d bytes", s.a.Name, len(jobs), s.a.BlockNBytes(), ws)
 	}
-	// Open the chunks first (serially: I/O is ranged reads), with block 0
-	// for chunks using delta.
+	// Open the chunks first (serially: a head is a small read), with
+	// block 0 for chunks using delta.
 	for _, j := range jobs {
 		if _, ok := s.chunks[j.key.chunk]; ok {
 			continue
@@ -550,57 +568,188 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 			return err
 		}
 	}
+	sort.Slice(jobs, func(i, j int) bool {
+		if jobs[i].key.chunk != jobs[j].key.chunk {
+			return jobs[i].key.chunk < jobs[j].key.chunk
+		}
+		return jobs[i].key.block < jobs[j].key.block
+	})
+	// Pieces: runs of consecutive blocks of one chunk (one read each), cut
+	// so that every worker gets about two.
+	workers := max(s.opt.Workers, 1)
+	most := max(1, (len(jobs)+2*workers-1)/(2*workers))
+	var pieces [][2]int
+	for i := 0; i < len(jobs); {
+		e := i + 1
+		for e < len(jobs) && e-i < most && jobs[e].key.chunk == jobs[i].key.chunk && jobs[e].key.block == jobs[e-1].key.block+1 {
+			e++
+		}
+		pieces = append(pieces, [2]int{i, e})
+		i = e
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(s.opt.Workers, 1))
+	g.SetLimit(workers)
 	bufs := make([][]byte, len(jobs))
-	for i, j := range jobs {
-		oc := s.chunks[j.key.chunk]
+	for _, pc := range pieces {
 		g.Go(func() error {
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
-			buf := s.getBuf(&s.bufs, s.a.BlockNBytes())
-			tmp := s.getBuf(&s.scratch, 2*s.a.BlockNBytes())
-			defer s.scratch.Put(&tmp)
-			if j.key.block >= oc.c.NBlocks() {
-				return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, oc.c.NBlocks()))
+			n := jobs[pc[0]].key.chunk
+			oc := s.chunks[n]
+			c := oc.c
+			for _, j := range jobs[pc[0]:pc[1]] {
+				if j.key.block >= c.NBlocks() {
+					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, c.NBlocks()))
+				}
 			}
-			if j.key.block == 0 && oc.block0 != nil {
-				copy(buf, oc.block0)
-			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, tmp); err != nil {
-				return s.a.ChunkErr(j.key.chunk, err)
+			// The stored bytes of the piece's blocks, read at once when
+			// the chunk holds only its head.
+			var raw []byte
+			lo, hi := -1, -1
+			for _, j := range jobs[pc[0]:pc[1]] {
+				if off, end := c.BlockRange(j.key.block); end > off {
+					if lo < 0 || off < lo {
+						lo = off
+					}
+					hi = max(hi, end)
+				}
 			}
-			bufs[i] = buf
+			if c.Head() && lo >= 0 {
+				raw = getB2NDBuf(hi - lo)
+				defer putB2NDBuf(raw)
+				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
+					return err
+				}
+			}
+			tmp := getB2NDBuf(2 * s.a.BlockNBytes())
+			defer putB2NDBuf(tmp)
+			for k := pc[0]; k < pc[1]; k++ {
+				j := jobs[k]
+				buf := getB2NDBuf(s.a.BlockNBytes())
+				if j.key.block == 0 && oc.block0 != nil {
+					copy(buf, oc.block0)
+				} else {
+					var err error
+					if c.Head() {
+						off, end := c.BlockRange(j.key.block)
+						if end > off {
+							err = c.DecodeBlockAt(j.key.block, raw[off-lo:end-lo], buf, oc.block0, tmp, j.spans)
+						} else {
+							err = c.DecodeBlockAt(j.key.block, nil, buf, oc.block0, tmp, j.spans)
+						}
+					} else {
+						err = c.DecodeBlock(j.key.block, buf, oc.block0, tmp)
+					}
+					if err != nil {
+						putB2NDBuf(buf)
+						return s.a.ChunkErr(n, err)
+					}
+				}
+				bufs[k] = buf
+			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+	err := g.Wait()
 	for i, j := range jobs {
 		s.blocks[j.key] = bufs[i]
 	}
-	return nil
+	return err
 }
 
-// openChunk reads and checks chunk n (with its block 0 decoded when the
-// chunk uses delta) into s.chunks.
+// blockLocal is the part of the subarray's (merged) ranges of dimension d
+// inside block p (chunk, block), in coordinates relative to the block.
+func (s *b2ndSource) blockLocal(d int, p [2]int64) []interval {
+	blo := p[0]*s.a.ChunkShape[d] + p[1]*s.a.BlockShape[d]
+	bhi := min(blo+s.a.BlockShape[d], (p[0]+1)*s.a.ChunkShape[d], s.a.Shape[d]) - 1
+	var out []interval
+	for _, r := range s.mranges[d] {
+		if lo, hi := max(r.lo, blo), min(r.hi, bhi); lo <= hi {
+			out = append(out, interval{lo - blo, hi - blo})
+		}
+	}
+	return out
+}
+
+// maxBlockSpans bounds the spans of a partly decoded block; a subarray
+// cutting a block into more pieces decodes it whole.
+const maxBlockSpans = 4096
+
+// blockSpans lists the byte ranges of a block that the subarray covers,
+// given its block-local intervals per dimension, or nil (decode the whole
+// block) when they cover half the block or more.
+func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
+	covered, rows := int64(1), int64(1)
+	for d, ivs := range loc {
+		k := int64(0)
+		for _, iv := range ivs {
+			k += iv.hi - iv.lo + 1
+		}
+		covered *= k
+		if d < s.nd-1 {
+			rows *= k
+		}
+	}
+	if covered*2 >= s.a.BlockItems || rows*int64(len(loc[s.nd-1])) > maxBlockSpans {
+		return nil
+	}
+	is := int64(s.a.ItemSize)
+	var spans []b2chunk.Span
+	var walk func(d int, base int64)
+	walk = func(d int, base int64) {
+		stride := int64(1)
+		for k := d + 1; k < s.nd; k++ {
+			stride *= s.a.BlockShape[k]
+		}
+		for _, iv := range loc[d] {
+			if d == s.nd-1 {
+				off, n := int((base+iv.lo)*is), int((iv.hi-iv.lo+1)*is)
+				if k := len(spans) - 1; k >= 0 && spans[k].Off+spans[k].Len == off {
+					spans[k].Len += n
+				} else {
+					spans = append(spans, b2chunk.Span{Off: off, Len: n})
+				}
+				continue
+			}
+			for x := iv.lo; x <= iv.hi; x++ {
+				walk(d+1, base+x*stride)
+			}
+		}
+	}
+	walk(0, 0)
+	return spans
+}
+
+// openChunk reads and checks chunk n (its head only in a contiguous frame;
+// with its block 0 decoded when the chunk uses delta) into s.chunks.
 func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
-	c, err := s.a.ReadChunk(ctx, n)
+	c, err := s.a.ReadChunkHead(ctx, n)
 	if err != nil {
 		return nil, err
-	}
-	oc := &openChunk{c: c}
-	if c.UsesDelta() {
-		oc.block0 = make([]byte, c.BlockLen(0))
-		if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
-			c.Close()
-			return nil, s.a.ChunkErr(n, err)
-		}
 	}
 	if c.NBytes != s.a.ChunkNBytes() || c.BlockSize != s.a.BlockNBytes() && c.Special() == b2chunk.SpecialNone {
 		c.Close()
 		return nil, s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block size %d, want %d", c.BlockSize, s.a.BlockNBytes()))
+	}
+	oc := &openChunk{c: c}
+	if c.UsesDelta() {
+		oc.block0 = make([]byte, c.BlockLen(0))
+		if c.Head() {
+			off, end := c.BlockRange(0)
+			raw := make([]byte, end-off)
+			err := s.a.ReadChunkBytes(ctx, n, off, end, raw)
+			if err == nil {
+				err = c.DecodeBlockAt(0, raw, oc.block0, nil, nil, nil)
+			}
+			if err != nil {
+				c.Close()
+				return nil, s.a.ChunkErr(n, err)
+			}
+		} else if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
+			c.Close()
+			return nil, s.a.ChunkErr(n, err)
+		}
 	}
 	s.chunks[n] = oc
 	return oc, nil
@@ -646,21 +795,44 @@ func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]int
 	return true, nil
 }
 
+// b2ndSpanBlocks counts the blocks decoded only where the subarray
+// covers them (tests).
+var b2ndSpanBlocks atomic.Int64
+
 // b2ndSpecialChunks counts the special chunks aggregated whole (tests).
 var b2ndSpecialChunks atomic.Int64
 
-func (s *b2ndSource) getBuf(p *sync.Pool, n int) []byte {
-	if b, ok := p.Get().(*[]byte); ok && len(*b) == n {
-		return *b
+// b2ndPools recycle the buffers of .b2nd reads across queries (blocks,
+// decoding scratch, stored bytes), one pool per power-of-two capacity: a
+// read decodes many blocks of one size, and a fresh buffer would be zeroed
+// and collected each time.
+var b2ndPools sync.Map // capacity -> *sync.Pool
+
+// getB2NDBuf returns a buffer of n bytes (not zeroed).
+func getB2NDBuf(n int) []byte {
+	c := 4096
+	if n > c {
+		c = 1 << bits.Len(uint(n-1))
 	}
-	return make([]byte, n)
+	p, _ := b2ndPools.LoadOrStore(c, &sync.Pool{})
+	if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, c)
+}
+
+// putB2NDBuf hands back a buffer getB2NDBuf returned.
+func putB2NDBuf(b []byte) {
+	if p, ok := b2ndPools.Load(cap(b)); ok {
+		p.(*sync.Pool).Put(&b)
+	}
 }
 
 // releaseBlocks returns the decoded blocks to the pool.
 func (s *b2ndSource) releaseBlocks() {
 	for _, b := range s.blocks {
 		if b != nil {
-			s.bufs.Put(&b)
+			putB2NDBuf(b)
 		}
 	}
 	s.blocks = map[blockKey][]byte{}

@@ -80,6 +80,63 @@ func Unshuffle(ts int, src, dst []byte) {
 	copy(dst[n*ts:], src[n*ts:len(src)])
 }
 
+// UnshuffleSpan undoes Shuffle for the bytes [a, b) of the block only
+// (widened to whole elements): src is the whole shuffled block, dst the
+// whole decoded block, of which only that range is written. A reader of a
+// box narrower than the block unshuffles what it reads, not the block.
+func UnshuffleSpan(ts int, src, dst []byte, a, b int) {
+	b = min(b, len(src))
+	if a >= b {
+		return
+	}
+	n := len(src) / ts
+	if ts <= 1 || n == 0 {
+		copy(dst[a:b], src[a:b])
+		return
+	}
+	e0, e1 := a/ts, min((b+ts-1)/ts, n)
+	if b > n*ts { // the leftover bytes that make no whole element
+		lo := max(a, n*ts)
+		copy(dst[lo:b], src[lo:b])
+	}
+	if e0 >= e1 {
+		return
+	}
+	switch ts {
+	case 8:
+		d := dst[:8*n]
+		i := e0
+		for ; i+8 <= e1; i += 8 {
+			r := [8]uint64{binary.LittleEndian.Uint64(src[i:]), binary.LittleEndian.Uint64(src[n+i:]),
+				binary.LittleEndian.Uint64(src[2*n+i:]), binary.LittleEndian.Uint64(src[3*n+i:]),
+				binary.LittleEndian.Uint64(src[4*n+i:]), binary.LittleEndian.Uint64(src[5*n+i:]),
+				binary.LittleEndian.Uint64(src[6*n+i:]), binary.LittleEndian.Uint64(src[7*n+i:])}
+			transpose8(&r)
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
+			}
+		}
+		for ; i < e1; i++ {
+			v := uint64(src[i]) | uint64(src[n+i])<<8 | uint64(src[2*n+i])<<16 | uint64(src[3*n+i])<<24 |
+				uint64(src[4*n+i])<<32 | uint64(src[5*n+i])<<40 | uint64(src[6*n+i])<<48 | uint64(src[7*n+i])<<56
+			binary.LittleEndian.PutUint64(d[8*i:], v)
+		}
+	case 4:
+		d := dst[:4*n]
+		for i := e0; i < e1; i++ {
+			v := uint32(src[i]) | uint32(src[n+i])<<8 | uint32(src[2*n+i])<<16 | uint32(src[3*n+i])<<24
+			binary.LittleEndian.PutUint32(d[4*i:], v)
+		}
+	default:
+		for j := 0; j < ts; j++ {
+			in := src[j*n : (j+1)*n]
+			for i := e0; i < e1; i++ {
+				dst[i*ts+j] = in[i]
+			}
+		}
+	}
+}
+
 // Bitshuffle transposes the bits of groups of eight elements: bit b of
 // byte j of element i goes to bit i%8 of byte (j*8+b)*(n/8)+i/8, for the
 // n elements rounded down to a multiple of eight; the rest is copied.
