@@ -502,13 +502,13 @@ func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
 }
 
 // load decodes the blocks of the cross product of per-dimension (chunk,
-// block) pairs into s.blocks, reading chunks not open yet. Chunks of a
+// block) pairs into blocks, reading chunks not open yet. Chunks of a
 // contiguous frame are opened by their head only; the blocks are then
 // read and decoded in pieces of consecutive blocks, in parallel, so that
 // both the reads and the decompression use every worker, and a block the
 // subarray covers less than half of is unshuffled only where it is read
 // (see blockSpans).
-func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
+func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[blockKey][]byte) error {
 	type job struct {
 		key   blockKey
 		spans []b2chunk.Span
@@ -532,13 +532,13 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 			loc[d] = locals[d][idx[d]]
 		}
 		k := blockKey{chunkN, block}
-		if _, ok := s.blocks[k]; !ok {
+		if _, ok := blocks[k]; !ok {
 			sp := s.blockSpans(loc)
 			if sp != nil {
 				b2ndSpanBlocks.Add(1)
 			}
 			jobs = append(jobs, job{k, sp})
-			s.blocks[k] = nil
+			blocks[k] = nil
 		}
 		d := s.nd - 1
 		for ; d >= 0; d-- {
@@ -653,7 +653,7 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	}
 	err := g.Wait()
 	for i, j := range jobs {
-		s.blocks[j.key] = bufs[i]
+		blocks[j.key] = bufs[i]
 	}
 	return err
 }
@@ -802,11 +802,23 @@ var b2ndSpanBlocks atomic.Int64
 // b2ndSpecialChunks counts the special chunks aggregated whole (tests).
 var b2ndSpecialChunks atomic.Int64
 
-// b2ndPools recycle the buffers of .b2nd reads across queries (blocks,
-// decoding scratch, stored bytes), one pool per power-of-two capacity: a
-// read decodes many blocks of one size, and a fresh buffer would be zeroed
-// and collected each time.
-var b2ndPools sync.Map // capacity -> *sync.Pool
+// b2ndFree recycles the buffers of .b2nd reads across queries (blocks,
+// decoding scratch, stored bytes): one bounded free list per power-of-two
+// capacity, holding at most b2ndFreeBytes each. A read decodes many blocks
+// of one size, and a fresh buffer would be zeroed and collected each time;
+// unlike a sync.Pool, a free list survives garbage collections, which the
+// read's own allocations trigger every few queries.
+var b2ndFree sync.Map // capacity -> chan []byte
+
+const b2ndFreeBytes = 16 << 20
+
+func b2ndFreeList(c int) chan []byte {
+	if l, ok := b2ndFree.Load(c); ok {
+		return l.(chan []byte)
+	}
+	l, _ := b2ndFree.LoadOrStore(c, make(chan []byte, max(2, b2ndFreeBytes/c)))
+	return l.(chan []byte)
+}
 
 // getB2NDBuf returns a buffer of n bytes (not zeroed).
 func getB2NDBuf(n int) []byte {
@@ -814,28 +826,45 @@ func getB2NDBuf(n int) []byte {
 	if n > c {
 		c = 1 << bits.Len(uint(n-1))
 	}
-	p, _ := b2ndPools.LoadOrStore(c, &sync.Pool{})
-	if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
-		return (*b)[:n]
+	select {
+	case b := <-b2ndFreeList(c):
+		return b[:n]
+	default:
+		return make([]byte, n, c)
 	}
-	return make([]byte, n, c)
 }
 
 // putB2NDBuf hands back a buffer getB2NDBuf returned.
 func putB2NDBuf(b []byte) {
-	if p, ok := b2ndPools.Load(cap(b)); ok {
-		p.(*sync.Pool).Put(&b)
+	select {
+	case b2ndFreeList(cap(b)) <- b:
+	default:
 	}
 }
 
-// releaseBlocks returns the decoded blocks to the pool.
-func (s *b2ndSource) releaseBlocks() {
-	for _, b := range s.blocks {
+// releaseBlocks returns decoded blocks to the free lists.
+func releaseBlocks(m map[blockKey][]byte) {
+	for _, b := range m {
 		if b != nil {
 			putB2NDBuf(b)
 		}
 	}
-	s.blocks = map[blockKey][]byte{}
+	clear(m)
+}
+
+// keepChunks closes the open chunks whose coordinate along dimension d is
+// not ch (a group goes on in that chunk).
+func (s *b2ndSource) keepChunks(d int, ch int64) {
+	inner := int64(1)
+	for k := d + 1; k < s.nd; k++ {
+		inner *= s.a.ChunksPer[k]
+	}
+	for n, oc := range s.chunks {
+		if (n/inner)%s.a.ChunksPer[d] != ch {
+			oc.c.Close()
+			delete(s.chunks, n)
+		}
+	}
 }
 
 func (s *b2ndSource) dropChunks() {
@@ -843,7 +872,6 @@ func (s *b2ndSource) dropChunks() {
 		oc.c.Close()
 	}
 	s.chunks = map[int64]*openChunk{}
-	s.releaseBlocks()
 }
 
 // locate returns the block buffer and in-block item offset of coordinates c.
@@ -890,45 +918,89 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 	budget := min(s.opt.MemoryBudget/4, b2ndGroupBytes)
 	k := max(int64(1), budget/max(rowBlocks*int64(s.a.BlockNBytes()), 1))
 	cs, bs := s.a.ChunkShape[outer], s.a.BlockShape[outer]
-	lastOuterChunk := int64(-1)
-	c := make([]int64, s.nd)
+	type group struct {
+		lo, hi int64
+		rows   [][2]int64
+		blocks map[blockKey][]byte
+	}
+	var groups []group
 	for _, iv := range s.ranges[outer] {
 		for lo := iv.lo; lo <= iv.hi; {
 			ch := lo / cs
 			b0 := (lo % cs) / bs
 			hi := min(iv.hi, ch*cs+min((b0+k)*bs, cs)-1)
-			if ch != lastOuterChunk {
-				s.dropChunks()
-				lastOuterChunk = ch
-			} else {
-				s.releaseBlocks()
-			}
-			grp := append([][][2]int64(nil), per...)
-			grp[outer] = nil
+			g := group{lo: lo, hi: hi}
 			for b := b0; b <= (hi%cs)/bs; b++ {
-				grp[outer] = append(grp[outer], [2]int64{ch, b})
+				g.rows = append(g.rows, [2]int64{ch, b})
 			}
-			if err := s.load(ctx, grp); err != nil {
-				return err
-			}
-			if s.nd == 1 {
-				err := s.split(0, interval{lo, hi}, func(a, b int64) error {
-					c[0] = a
-					buf, off := s.locate(c)
-					return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
-				})
-				if err != nil {
-					return err
-				}
-			} else {
-				for x := lo; x <= hi; x++ {
-					c[outer] = x
-					if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
-						return err
-					}
-				}
-			}
+			groups = append(groups, g)
 			lo = hi + 1
+		}
+	}
+	// The groups are decoded one ahead of their emission, by a goroutine
+	// of their own, so that decoding the next group overlaps emitting
+	// (and sending) this one; at most two groups are held at once.
+	lctx, lcancel := context.WithCancel(ctx)
+	loaded := make(chan group)
+	var lerr error
+	var lwg sync.WaitGroup
+	lwg.Add(1)
+	go func() {
+		defer lwg.Done()
+		defer close(loaded)
+		for _, g := range groups {
+			s.keepChunks(outer, g.rows[0][0])
+			grp := append([][][2]int64(nil), per...)
+			grp[outer] = g.rows
+			g.blocks = map[blockKey][]byte{}
+			if err := s.load(lctx, grp, g.blocks); err != nil {
+				releaseBlocks(g.blocks)
+				lerr = err
+				return
+			}
+			select {
+			case loaded <- g:
+			case <-lctx.Done():
+				releaseBlocks(g.blocks)
+				return
+			}
+		}
+	}()
+	defer func() {
+		lcancel()
+		for g := range loaded {
+			releaseBlocks(g.blocks)
+		}
+		lwg.Wait()
+		s.dropChunks()
+	}()
+	c := make([]int64, s.nd)
+	for g := range loaded {
+		s.blocks = g.blocks
+		err := s.emitGroup(ctx, g.lo, g.hi, order, outer, inner, c)
+		releaseBlocks(g.blocks)
+		s.blocks = nil
+		if err != nil {
+			return err
+		}
+	}
+	return lerr
+}
+
+// emitGroup emits the cells of the outer coordinates [lo, hi] from the
+// decoded blocks in s.blocks.
+func (s *b2ndSource) emitGroup(ctx context.Context, lo, hi int64, order []int, outer, inner int, c []int64) error {
+	if s.nd == 1 {
+		return s.split(0, interval{lo, hi}, func(a, b int64) error {
+			c[0] = a
+			buf, off := s.locate(c)
+			return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
+		})
+	}
+	for x := lo; x <= hi; x++ {
+		c[outer] = x
+		if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -1008,8 +1080,14 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 	}
 	idx := make([]int, s.nd)
 	c := make([]int64, s.nd)
+	s.blocks = map[blockKey][]byte{}
+	defer func() {
+		releaseBlocks(s.blocks)
+		s.dropChunks()
+	}()
 	for {
 		s.dropChunks()
+		releaseBlocks(s.blocks)
 		grp := make([][][2]int64, s.nd)
 		for d := range grp {
 			ch := chunksOf[d][idx[d]]
@@ -1027,7 +1105,7 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 		if done {
 			goto next
 		}
-		if err := s.load(ctx, grp); err != nil {
+		if err := s.load(ctx, grp, s.blocks); err != nil {
 			return err
 		}
 		// Blocks of this chunk in C order.
