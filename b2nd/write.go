@@ -38,7 +38,10 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: shape, chunks and blocks need the same 1 to %d dimensions", name, MaxDims)
 	}
 	for i := range o.Shape {
-		if o.Shape[i] < 0 || o.Chunks[i] <= 0 || o.Blocks[i] <= 0 || o.Blocks[i] > o.Chunks[i] {
+		// A dimension of size 0 may have chunks and blocks of 0 (what
+		// python-blosc2 picks for it).
+		zero := o.Shape[i] == 0 && o.Chunks[i] == 0 && o.Blocks[i] == 0
+		if !zero && (o.Shape[i] < 0 || o.Chunks[i] <= 0 || o.Blocks[i] <= 0 || o.Blocks[i] > o.Chunks[i]) {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: dimension %d: shape %d, chunks %d, blocks %d (want 0 < blocks <= chunks)", name, i, o.Shape[i], o.Chunks[i], o.Blocks[i])
 		}
 	}
@@ -58,6 +61,10 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 		Filters: o.Filters, FiltersMeta: o.FiltersMeta, Metalayers: []frame.Meta{{Name: "b2nd", Content: m.Encode()}}}
 	if o.Sparse {
 		h.Type = frame.Sparse
+	}
+	if g.NChunks == 0 {
+		// python-blosc2 stores block and chunk sizes of 0 for an empty array.
+		h.BlockSize, h.ChunkSize = 0, 0
 	}
 	a := &Array{Store: st, Name: name, Sparse: o.Sparse, Header: h, Meta: m, Dtype: dt, Geometry: g}
 	a.Offsets = make([]frame.Offset, g.NChunks)
@@ -258,6 +265,9 @@ func (a *Array) commit(ctx context.Context, newChunks map[int64][]byte, vl []fra
 		if err != nil {
 			return err
 		}
+		if len(offs) == 0 {
+			idx = nil
+		}
 		head, err := frame.EncodeHeader(&h, 0)
 		if err != nil {
 			return err
@@ -299,6 +309,11 @@ func (a *Array) commit(ctx context.Context, newChunks map[int64][]byte, vl []fra
 	idx, err := frame.EncodeOffsets(offs)
 	if err != nil {
 		return err
+	}
+	if len(offs) == 0 {
+		// An empty array (a dimension of size 0) has no offsets chunk, as
+		// c-blosc2 writes it (it refuses to open one that has).
+		idx = nil
 	}
 	head, err := frame.EncodeHeader(&h, 0)
 	if err != nil {

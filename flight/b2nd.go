@@ -74,26 +74,6 @@ type b2ndCreate struct {
 	Extra       map[string]string `json:"-"`
 }
 
-// defaultShape picks chunks (about 8 MiB at most) or blocks (about 256 KiB)
-// by halving the largest dimension of within until the bytes fit.
-func defaultShape(within []int64, itemsize int, maxBytes int64) []int64 {
-	out := append([]int64(nil), within...)
-	for {
-		n := int64(itemsize)
-		big := 0
-		for i, v := range out {
-			n *= max(v, 1)
-			if out[i] > out[big] {
-				big = i
-			}
-		}
-		if n <= maxBytes || out[big] <= 1 {
-			return out
-		}
-		out[big] = (out[big] + 1) / 2
-	}
-}
-
 func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any, error) {
 	var c b2ndCreate
 	if err := parseBody(body, &c); err != nil {
@@ -117,14 +97,11 @@ func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any
 	}
 	o := b2nd.CreateOptions{Shape: c.Shape, Chunks: c.Chunks, Blocks: c.Blocks, Dtype: c.Dtype, Codec: chunk.CodecZstd, CLevel: 5}
 	o.Filters[5] = chunk.FilterShuffle
-	if o.Chunks == nil {
-		o.Chunks = defaultShape(c.Shape, dt.ItemSize, 8<<20)
-		for i := range o.Chunks {
-			o.Chunks[i] = max(o.Chunks[i], 1)
+	if o.Chunks == nil || o.Blocks == nil {
+		// python-blosc2's choice on this machine (see b2nd.DefaultChunksBlocks).
+		if o.Chunks, o.Blocks, err = b2nd.DefaultChunksBlocks(c.Shape, c.Chunks, c.Blocks, dt.ItemSize, b2nd.MachineCaches()); err != nil {
+			return nil, fmt.Errorf("array %q: %w", name, err)
 		}
-	}
-	if o.Blocks == nil && len(o.Chunks) == len(c.Shape) {
-		o.Blocks = defaultShape(o.Chunks, dt.ItemSize, 256<<10)
 	}
 	if c.Codec != nil {
 		v, ok := codecNames[strings.ToLower(*c.Codec)]
