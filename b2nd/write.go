@@ -21,6 +21,8 @@ type CreateOptions struct {
 	Filters               [6]uint8
 	FiltersMeta           [6]uint8
 	Sparse                bool
+	// UseDict compresses each chunk with a dictionary (zstd only).
+	UseDict bool
 }
 
 // Create writes a new array whose chunks are all special zero chunks (as
@@ -30,8 +32,8 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 	if err != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: %v", name, err)
 	}
-	if dt.ItemSize > 255 {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: items of %d bytes (more than 255) are not written", name, dt.ItemSize)
+	if o.UseDict && o.Codec != chunk.CodecZstd {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: use_dict is written for the zstd codec only", name)
 	}
 	nd := len(o.Shape)
 	if nd == 0 || nd > MaxDims || len(o.Chunks) != nd || len(o.Blocks) != nd {
@@ -58,7 +60,7 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 	m := &Meta{Version: 0, Shape: o.Shape, ChunkShape: o.Chunks, BlockShape: o.Blocks, Dtype: o.Dtype}
 	h := &frame.Header{Type: frame.Contiguous, Codec: o.Codec, CLevel: o.CLevel, SplitMode: chunk.AutoSplit,
 		Typesize: dt.ItemSize, BlockSize: g.BlockNBytes(), ChunkSize: g.ChunkNBytes(), NThreadsC: 1, NThreadsD: 1,
-		Filters: o.Filters, FiltersMeta: o.FiltersMeta, Metalayers: []frame.Meta{{Name: "b2nd", Content: m.Encode()}}}
+		Filters: o.Filters, FiltersMeta: o.FiltersMeta, UseDict: o.UseDict, Metalayers: []frame.Meta{{Name: "b2nd", Content: m.Encode()}}}
 	if o.Sparse {
 		h.Type = frame.Sparse
 	}
@@ -112,7 +114,6 @@ func (a *Array) Write(ctx context.Context, box Box, data []byte) error {
 	newChunks := map[int64][]byte{}
 	cc := append([]int64(nil), lo...)
 	p := a.Header.Params()
-	p.Typesize = a.ItemSize
 	p.BlockSize = a.BlockNBytes()
 	buf := make([]byte, a.ChunkNBytes())
 	for {

@@ -70,6 +70,7 @@ type b2ndCreate struct {
 	Filters     []string          `json:"filters"`
 	FiltersMeta []int             `json:"filters_meta"`
 	Contiguous  *bool             `json:"contiguous"`
+	UseDict     bool              `json:"use_dict"`
 	Meta        map[string]any    `json:"vlmeta"`
 	Extra       map[string]string `json:"-"`
 }
@@ -139,6 +140,7 @@ func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any
 		}
 	}
 	o.Sparse = c.Contiguous != nil && !*c.Contiguous
+	o.UseDict = c.UseDict
 	if _, err := s.cfg.Store.Stat(ctx, name); err == nil {
 		return nil, errkind.Errorf(errkind.AlreadyExists, "array %q already exists", name)
 	}
@@ -192,7 +194,7 @@ func DescribeB2ND(a *b2nd.Array) map[string]any {
 	return map[string]any{
 		"array": a.Name, "type": "b2nd", "shape": a.Shape, "chunks": a.ChunkShape, "blocks": a.BlockShape,
 		"dtype": a.Dtype.Str, "codec": codecName(a.Header.Codec), "clevel": a.Header.CLevel, "filters": filters,
-		"filters_meta": meta, "contiguous": !a.Sparse, "nchunks": len(a.Offsets), "chunk_kinds": kinds,
+		"filters_meta": meta, "use_dict": a.Header.UseDict, "contiguous": !a.Sparse, "nchunks": len(a.Offsets), "chunk_kinds": kinds,
 		"dimensions": dims, "attributes": attrs, "vlmeta": vlmetaKeys(a),
 	}
 }
@@ -330,9 +332,6 @@ func (s *Service) dropB2ND(ctx context.Context, name string) error {
 // in row-major (or col-major) order, one column per dtype field.
 func (s *Service) doPutB2ND(ctx context.Context, q *query.Query, a *array.Array, rdr RecordSource) (*putResult, error) {
 	ba := a.B2ND
-	if ba.ItemSize > 255 {
-		return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to %q: items of %d bytes are not written", q.Array, ba.ItemSize)
-	}
 	if q.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: a .b2nd array has no timestamps", q.Array)
 	}
