@@ -438,6 +438,28 @@ func fieldBytes(f b2nd.Field, c arrow.Array, out []byte, is int) error {
 	if c.NullN() > 0 && f.Kind != 'M' && f.Kind != 'm' {
 		return fmt.Errorf("%d nulls, but dtype %s has no null", c.NullN(), f.Dtype)
 	}
+	if f.Count > 0 {
+		// A subarray field: a fixed_size_list column of Count elements,
+		// each converted as a value of the element type.
+		v, ok := c.(*arrowarray.FixedSizeList)
+		if !ok || v.DataType().(*arrow.FixedSizeListType).Len() != int32(f.Count) {
+			want, _, _ := arrowconv.B2NDType(f)
+			return fmt.Errorf("want %s, got %s", want, c.DataType())
+		}
+		e := f
+		e.Count, e.Shape, e.Size, e.Offset = 0, nil, f.ElemSize(), 0
+		off := int64(v.Data().Offset()) * int64(f.Count)
+		elems := arrowarray.NewSlice(v.ListValues(), off, off+int64(n*f.Count))
+		defer elems.Release()
+		raw := make([]byte, n*f.Size)
+		if err := fieldBytes(e, elems, raw, e.Size); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			put(i, raw[i*f.Size:(i+1)*f.Size])
+		}
+		return nil
+	}
 	order := func(b []byte, w int) []byte {
 		if f.Big {
 			for i := 0; i+w <= len(b); i += w {
