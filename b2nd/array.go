@@ -346,6 +346,34 @@ func (a *Array) ReadChunkHead(ctx context.Context, n int64) (*chunk.Chunk, error
 	return c, nil
 }
 
+// MapFrame maps a contiguous frame's file into memory when its store can
+// (storage.Mapper) and the file still has the size the array was opened
+// with; ok is false otherwise (read with ReadChunkBytes then). Reads of a
+// mapping fault if another program truncates the file meanwhile: the
+// reader turns that into an error (see reader's use).
+func (a *Array) MapFrame(ctx context.Context) (data []byte, unmap func() error, ok bool) {
+	m, isMapper := a.Store.(storage.Mapper)
+	if a.Sparse || !isMapper {
+		return nil, nil, false
+	}
+	data, unmap, err := m.Map(ctx, a.Name)
+	if err != nil {
+		return nil, nil, false
+	}
+	if int64(len(data)) != a.Size {
+		unmap()
+		return nil, nil, false
+	}
+	return data, unmap, true
+}
+
+// ChunkPos is where stored chunk n of a contiguous frame starts in its
+// file, and how many bytes it may hold.
+func (a *Array) ChunkPos(n int64) (pos, size int64) {
+	o := int64(a.Offsets[n])
+	return int64(a.Header.HeaderLen) + o, a.chunkEnd[n] - o
+}
+
 // ReadChunkBytes reads the bytes [off, end) of chunk n (a range
 // BlockRange names in the chunk ReadChunkHead returned) into dst, which
 // must hold end-off bytes.

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -160,6 +161,8 @@ type b2ndSource struct {
 	ranges  [][]interval
 	// mranges are ranges sorted and merged per dimension.
 	mranges [][]interval
+	// mapped is the contiguous frame's file mapped in memory, if it is.
+	mapped []byte
 	rows    int // rows in the current batch
 	left    int64
 	out     chan arrow.RecordBatch
@@ -289,6 +292,18 @@ func (s *b2ndSource) Close() {
 func (s *b2ndSource) run(ctx context.Context) error {
 	if s.p.Empty || len(s.ranges) == 0 || s.left == 0 {
 		return nil
+	}
+	// A contiguous frame on local storage is read through a mapping of
+	// its file: the blocks' bytes are decoded where they lie, without a
+	// copy, and the parts of raw byte planes a box skips are never read.
+	// It is unmapped when the read ends (every decoding goroutine has
+	// returned by then).
+	if data, unmap, ok := s.a.MapFrame(ctx); ok {
+		s.mapped = data
+		defer func() {
+			s.mapped = nil
+			unmap()
+		}()
 	}
 	s.newBatch()
 	var err error
@@ -587,15 +602,31 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 		pieces = append(pieces, [2]int{i, e})
 		i = e
 	}
+	if s.mapped != nil && b2ndBeforeDecode != nil {
+		b2ndBeforeDecode()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	bufs := make([][]byte, len(jobs))
 	for _, pc := range pieces {
-		g.Go(func() error {
+		g.Go(func() (err error) {
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
 			n := jobs[pc[0]].key.chunk
+			if s.mapped != nil {
+				// A mapped file truncated by another program faults: an
+				// error naming the chunk, not a crash.
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				defer func() {
+					if r := recover(); r != nil {
+						if _, fault := r.(interface{ Addr() uintptr }); !fault {
+							panic(r)
+						}
+						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
+					}
+				}()
+			}
 			oc := s.chunks[n]
 			c := oc.c
 			for _, j := range jobs[pc[0]:pc[1]] {
@@ -615,7 +646,10 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 					hi = max(hi, end)
 				}
 			}
-			if c.Head() && lo >= 0 {
+			if c.Head() && lo >= 0 && s.mapped != nil {
+				pos, _ := s.a.ChunkPos(n)
+				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
+			} else if c.Head() && lo >= 0 {
 				raw = getB2NDBuf(hi - lo)
 				defer putB2NDBuf(raw)
 				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
@@ -794,6 +828,10 @@ func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]int
 	b2ndSpecialChunks.Add(1)
 	return true, nil
 }
+
+// b2ndBeforeDecode, when set (tests), runs when a read of a mapped file
+// has opened its chunks and is about to decode their blocks.
+var b2ndBeforeDecode func()
 
 // b2ndSpanBlocks counts the blocks decoded only where the subarray
 // covers them (tests).

@@ -58,3 +58,15 @@ func (l *Local) ReadRange(ctx context.Context, key string, off int64, dst []byte
 	}
 	return nil
 }
+
+// Mapper is a Store that can map a whole object into memory read-only, so
+// that a reader touching scattered parts of a large object reads them
+// without copying (the local store on Unix). A mapping sees the object as
+// it is while mapped: a store's own writes replace objects (a new file),
+// so a mapped one stays intact; an object truncated in place by another
+// program makes reads of the lost pages fault, which the reader must turn
+// into an error (runtime/debug.SetPanicOnFault).
+type Mapper interface {
+	// Map returns the object's bytes and the function that unmaps them.
+	Map(ctx context.Context, key string) ([]byte, func() error, error)
+}

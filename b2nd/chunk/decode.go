@@ -287,8 +287,18 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 	if neblock == 0 {
 		return corrupt("block %d: %d bytes in %d streams", i, bsize, nstreams)
 	}
+	// With spans, split streams that are shuffle's byte planes, and a
+	// plane stored raw (incompressible low bytes of floats often are) is
+	// read where it lies instead of being copied first.
+	var planes [][]byte
+	if ts, ok := c.shuffleOnly(); ok && spans != nil && nstreams > 1 && ts == nstreams && nstreams*neblock == bsize {
+		planes = make([][]byte, nstreams)
+	}
 	for j := 0; j < nstreams; j++ {
 		out := buf[j*neblock : (j+1)*neblock]
+		if planes != nil {
+			planes[j] = out
+		}
 		if len(src) < 4 {
 			return corrupt("block %d stream %d: truncated size", i, j)
 		}
@@ -314,7 +324,9 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 			if cb > len(src) {
 				return corrupt("block %d stream %d: %d compressed bytes, %d left", i, j, cb, len(src))
 			}
-			if cb == neblock {
+			if cb == neblock && planes != nil {
+				planes[j] = src[:cb]
+			} else if cb == neblock {
 				copy(out, src[:cb])
 			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd); err != nil {
 				return corrupt("block %d stream %d: %v", i, j, err)
@@ -323,6 +335,12 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 		}
 	}
 	if nofilter {
+		return nil
+	}
+	if planes != nil {
+		for _, sp := range spans {
+			UnshufflePlanesSpan(planes, dst, sp.Off, sp.Off+sp.Len)
+		}
 		return nil
 	}
 	if ts, ok := c.shuffleOnly(); ok && spans != nil {

@@ -70,3 +70,40 @@ func TestUnshuffleSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestUnshufflePlanesSpan: the plane-wise span unshuffle writes what
+// Unshuffle writes there.
+func TestUnshufflePlanesSpan(t *testing.T) {
+	for _, ts := range []int{2, 4, 8} {
+		for _, n := range []int{1, 9, 64, 1000} {
+			src := make([]byte, n*ts)
+			for i := range src {
+				src[i] = byte(i*29 + i/5 + 3)
+			}
+			sh, want := make([]byte, len(src)), make([]byte, len(src))
+			Shuffle(ts, src, sh)
+			Unshuffle(ts, sh, want)
+			planes := make([][]byte, ts)
+			for j := range planes {
+				planes[j] = bytes.Clone(sh[j*n : (j+1)*n])
+			}
+			for _, r := range [][2]int{{0, n * ts}, {ts, 3 * ts}, {n / 2 * ts, n * ts}, {1, 2}, {(n - 1) * ts, n * ts}} {
+				a, b := r[0], min(r[1], n*ts)
+				if a >= b {
+					continue
+				}
+				got := bytes.Repeat([]byte{0xEE}, n*ts)
+				UnshufflePlanesSpan(planes, got, a, b)
+				lo, hi := a/ts*ts, (b+ts-1)/ts*ts
+				if !bytes.Equal(got[lo:hi], want[lo:hi]) {
+					t.Fatalf("ts %d n %d [%d, %d): wrong bytes", ts, n, a, b)
+				}
+				for k := range got {
+					if (k < lo || k >= hi) && got[k] != 0xEE {
+						t.Fatalf("ts %d n %d [%d, %d): byte %d written", ts, n, a, b, k)
+					}
+				}
+			}
+		}
+	}
+}
