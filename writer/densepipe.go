@@ -470,7 +470,7 @@ func (p *densePipe) shutdown() {
 }
 
 // gatherTile returns tile st's cells of field fi (or its validity) from
-// the segments: the input itself when the tile is one contiguous run
+// the segments: the input itself when the tile is one stretch of input
 // inside one segment, else a copy into buf (zeroed where the subarray
 // does not cover the tile).
 func gatherTile(buf *[]byte, segs []inSeg, fi int, valid bool, cs int, st *spaceTile, base int64, n int) []byte {
@@ -480,7 +480,7 @@ func gatherTile(buf *[]byte, segs []inSeg, fi int, valid bool, cs int, st *space
 		}
 		return s.data[fi]
 	}
-	if len(st.runs) == 1 && st.runs[0].tpos == 0 && st.runs[0].n == int64(n) && (st.step == 1 || n == 1) {
+	if contiguous(st, n) {
 		g := base + st.runs[0].ipos
 		for i := range segs {
 			if s := &segs[i]; g >= s.lo && g+int64(n) <= s.hi {
@@ -494,6 +494,23 @@ func gatherTile(buf *[]byte, segs []inSeg, fi int, valid bool, cs int, st *space
 		gatherRun(dst[int(r.tpos)*cs:int(r.tpos+r.n)*cs], segs, src, cs, base+r.ipos, r.n, st.step)
 	}
 	return dst
+}
+
+// contiguous says whether the runs of st fill its n cells with one
+// stretch of consecutive input cells (a tile spanning whole rows of a
+// row-major input, say).
+func contiguous(st *spaceTile, n int) bool {
+	if !st.full || len(st.runs) == 0 || st.runs[0].tpos != 0 || (st.step != 1 && n > 1) {
+		return false
+	}
+	next := st.runs[0]
+	for _, r := range st.runs {
+		if r.tpos != next.tpos || r.ipos != next.ipos {
+			return false
+		}
+		next = run{tpos: r.tpos + r.n, ipos: r.ipos + r.n}
+	}
+	return next.tpos == int64(n)
 }
 
 // gatherRun copies the n cells g, g+step, ... (global input cells) into
