@@ -127,7 +127,9 @@ final class EndpointReader implements PartitionReader<ColumnarBatch> {
     } finally {
       if (cols != null) {
         for (ArrowTypes.Column c : cols) {
-          c.close();
+          if (c != null) { // bind() may have failed half-way
+            c.close();
+          }
         }
       }
       alloc.close();

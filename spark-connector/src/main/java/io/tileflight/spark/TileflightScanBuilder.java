@@ -440,11 +440,8 @@ final class TileflightScanBuilder implements ScanBuilder, SupportsPushDownRequir
     return new TileflightScan(o, q, read, null, empty, describePushed());
   }
 
-  /** A user-given schema must be what the daemon sends. */
+  /** A user-given schema must be what the daemon sends (one GetSchema; checked at planning, not in a task). */
   private void checkTypes(ObjectNode q, StructType read) {
-    if (read.equals(full) && o.columns == null) {
-      return;
-    }
     ObjectNode sq = q.deepCopy();
     sq.remove("limit");
     Schema s = Flight.schema(o, sq.toString());
