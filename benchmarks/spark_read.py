@@ -80,8 +80,10 @@ def main():
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (os.path.join(os.path.dirname(HERE), "python", "src"), os.environ.get("PYTHONPATH")) if p)
         from pyspark.sql import SparkSession, functions as F
+        from tileflight.spark import JVM_FORMAT, TileflightDataSource, jvm_jar
         spark = (SparkSession.builder.master("local[2]").appName("tileflight-bench")
                  .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+                 .config("spark.jars", jvm_jar())
                  .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(TileflightDataSource)
