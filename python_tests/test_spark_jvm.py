@@ -343,3 +343,68 @@ def test_options_like_the_python_source(spark, flightd, arrays):
     py = (spark.read.format("tileflight").option("uri", flightd.url).option("array", "jvm/dense")
           .option("subarray", '{"r": [[5, 9]]}').load())
     assert sorted(map(tuple, py.collect())) == sorted(map(tuple, df.collect()))
+
+
+# -- writes: one staged DoPut per task, committed together on the driver ---------------------
+
+
+def sparse_target(client, name):
+    client.create({"array": name, "type": "sparse", "capacity": 100000,
+                   "dimensions": [{"name": "x", "type": "int64", "domain": [0, 9999999], "tile": 100000}],
+                   "attributes": [{"name": "v", "type": "float64"}, {"name": "k", "type": "int32"},
+                                  {"name": "s", "type": "string_utf8", "cell_val_num": "var", "nullable": True}]})
+
+
+def save(df, flightd, array, mode="append"):
+    df.write.format(JVM_FORMAT).option("uri", flightd.url).option("array", array).mode(mode).save()
+
+
+def test_write_in_4_tasks(spark, flightd, client, arrays):
+    sparse_target(client, "jvm/w")
+    n = 200_000
+    df = spark.range(0, n, numPartitions=4).selectExpr(
+        "id as x", "cast(id as double) * 0.5 as v", "cast(id % 13 as int) as k",
+        "if(id % 5 = 0, null, concat('s', cast(id % 11 as string))) as s")
+    save(df, flightd, "jvm/w")
+    uri = os.path.join(flightd.data, "jvm", "w")
+    with tiledb.open(uri) as A:
+        d = A[:]
+    o = np.argsort(d["x"])
+    ids = np.arange(n)
+    np.testing.assert_array_equal(d["x"][o], ids)
+    np.testing.assert_array_equal(d["v"][o], ids * 0.5)
+    np.testing.assert_array_equal(d["k"][o], (ids % 13).astype(np.int32))
+    s = d["s"][o]
+    want = [None if i % 5 == 0 else f"s{i % 11}" for i in ids]
+    got = [None if (np.ma.is_masked(v) or v is None) else (v.decode() if isinstance(v, bytes) else v) for v in s]
+    assert got == want
+    fi = tiledb.FragmentInfoList(uri)
+    assert len(fi) == 4 and len({f.timestamp_range for f in fi}) == 1  # a fragment per task, one timestamp
+    commits = os.listdir(os.path.join(uri, "__commits"))
+    assert len(commits) == 1 and commits[0].endswith(".con"), commits  # one commit for all
+    back = load(spark, flightd, "jvm/w").selectExpr("count(*)", "sum(x)", "sum(k)").collect()[0]
+    assert tuple(back) == (n, (n - 1) * n // 2, int((ids % 13).sum()))
+
+
+def test_write_with_a_failing_task_leaves_the_array_unchanged(spark, flightd, client, arrays):
+    sparse_target(client, "jvm/wfail")
+    client.write("jvm/wfail", {"x": np.arange(5, dtype=np.int64), "v": np.zeros(5), "k": np.ones(5, np.int32),
+                               "s": pa.array(["a"] * 5)})
+    uri = os.path.join(flightd.data, "jvm", "wfail")
+    frags_before = [f.uri for f in tiledb.FragmentInfoList(uri)]
+    df = spark.range(100, 100_100, numPartitions=4).selectExpr(
+        "id as x", "if(id = 90000, raise_error('task boom'), cast(id as double)) as v", "cast(1 as int) as k",
+        "cast(null as string) as s")
+    with pytest.raises(Exception, match="task boom"):
+        save(df, flightd, "jvm/wfail")
+    assert [f.uri for f in tiledb.FragmentInfoList(uri)] == frags_before
+    with tiledb.open(uri) as A:
+        np.testing.assert_array_equal(np.sort(A[:]["x"]), np.arange(5))
+
+
+def test_write_refusals(spark, flightd, client, arrays):
+    df = spark.range(0, 10).selectExpr("id as r", "cast(id as bigint) as c", "cast(1 as int) as a", "0.5 as b")
+    with pytest.raises(Exception, match="sparse arrays"):
+        save(df, flightd, "jvm/dense")
+    with pytest.raises(Exception, match="(?i)overwrite|truncat"):
+        save(spark.range(0, 3).selectExpr("id as x", "0.5 as v", "1 as k", "'a' as s"), flightd, "jvm/w", mode="overwrite")

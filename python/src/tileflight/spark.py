@@ -56,8 +56,8 @@ a Python worker and pushes column pruning, filters, ``COUNT``/``SUM``/``MIN``/
 >>> spark.read.format(JVM_FORMAT).option("uri", ...).option("array", "climate/temp").load()
 
 ``"tileflight"`` is this module's Python data source (after
-``spark.dataSource.register``; reads and writes), ``"tileflight-jvm"`` the
-JVM connector (reads). Both can be used in one session.
+``spark.dataSource.register``), ``"tileflight-jvm"`` the JVM connector; both
+read and append. Both can be used in one session.
 """
 
 from __future__ import annotations

@@ -4,13 +4,17 @@ import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** One array, read in batch. */
-final class TileflightTable implements SupportsRead {
+/** One array, read in batch and appended to (see TileflightWrite). */
+final class TileflightTable implements SupportsRead, SupportsWrite {
   private final StructType schema;
   private final Map<String, String> properties;
 
@@ -33,7 +37,19 @@ final class TileflightTable implements SupportsRead {
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ);
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    Options o = new Options(info.options());
+    StructType s = info.schema();
+    return new WriteBuilder() {
+      @Override
+      public Write build() {
+        return new TileflightWrite(o, s);
+      }
+    };
   }
 
   @Override
