@@ -239,7 +239,7 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 		return toStatus(err)
 	}
 	defer rs.Close()
-	w := aflight.NewRecordWriter(stream, ipc.WithSchema(rs.Schema()))
+	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(rs.Schema()))
 	for {
 		rec, err := rs.Next(ctx)
 		if errors.Is(err, io.EOF) {

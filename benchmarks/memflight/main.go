@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
 
+	"github.com/tileflight/tileflight/flight"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
@@ -126,7 +127,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	// The daemon's transport settings, so that this ceiling differs from
+	// flightd only in holding its results in memory.
+	srv := grpc.NewServer(append(flight.TransportOptions(), grpc.MaxRecvMsgSize(64<<20))...)
 	aflight.RegisterFlightServiceServer(srv, &server{store: st, tables: map[string]*table{}})
 	fmt.Printf("ready grpc://%s\n", lis.Addr())
 	if err := srv.Serve(lis); err != nil {

@@ -315,6 +315,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
+	opts = append(opts, flight.TransportOptions()...)
 	scheme := "grpc"
 	if c.tlsCert != "" {
 		creds, err := credentials.NewServerTLSFromFile(c.tlsCert, c.tlsKey)

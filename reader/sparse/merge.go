@@ -65,6 +65,12 @@ type cursor struct {
 	p   *prefetcher
 	cur *ltile
 	k   int
+	// key is the current cell's position in the global order as integers
+	// (see Reader.orderKey), kept when every dimension has a fixed-size
+	// numeric type: the merge then compares keys, computed once per
+	// cell, instead of decoding coordinates and dividing them into tile
+	// indexes at every heap comparison.
+	key []uint64
 }
 
 func (c *cursor) cell() (*ltile, int) { return c.cur, c.cur.pos(c.k) }
@@ -87,6 +93,52 @@ func (c *cursor) advance(ctx context.Context) error {
 	return nil
 }
 
+// orderKey writes into key the cell's place in the global order, for
+// arrays whose dimensions all have numeric keys (Reader.numericKeys):
+// the Hilbert value or the space tile's index along each dimension in
+// tile order, then each coordinate's sortKey in cell order. Keys compare
+// as compareGlobal does.
+func (r *Reader) orderKey(t *ltile, i int, key []uint64) []uint64 {
+	key = key[:0]
+	if r.hilbert {
+		key = append(key, t.hv[i])
+		for d, di := range r.dims {
+			key = append(key, di.sortKey(t.coord(d, i)))
+		}
+		return key
+	}
+	for _, d := range r.tileOrder {
+		key = append(key, r.dims[d].tileIndex(t.coord(d, i)))
+	}
+	for _, d := range r.cellOrder {
+		key = append(key, r.dims[d].sortKey(t.coord(d, i)))
+	}
+	return key
+}
+
+// numericKeys reports whether orderKey orders this array's cells
+// exactly: sortKey is exact for every numeric kind, not for strings.
+func (r *Reader) numericKeys() bool {
+	for _, di := range r.dims {
+		if di.kind == kindBytes {
+			return false
+		}
+	}
+	return true
+}
+
+func compareKeys(a, b []uint64) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
 // mergeSource merges the fragments' cursors in global order, keeping the
 // newest version of each coordinate unless the array allows duplicates.
 type mergeSource struct {
@@ -97,15 +149,22 @@ type mergeSource struct {
 }
 
 type cursorHeap struct {
-	r  *Reader
-	cs []*cursor
+	r    *Reader
+	keys bool // cursors carry order keys
+	cs   []*cursor
 }
 
 func (h *cursorHeap) Len() int { return len(h.cs) }
 func (h *cursorHeap) Less(i, j int) bool {
 	a, ai := h.cs[i].cell()
 	b, bi := h.cs[j].cell()
-	if c := h.r.compareGlobal(a, ai, b, bi); c != 0 {
+	var c int
+	if h.keys {
+		c = compareKeys(h.cs[i].key, h.cs[j].key)
+	} else {
+		c = h.r.compareGlobal(a, ai, b, bi)
+	}
+	if c != 0 {
 		return c < 0
 	}
 	// Equal coordinates: older versions first, so that duplicates come
@@ -121,7 +180,7 @@ func (h *cursorHeap) Pop() any {
 }
 
 func (r *Reader) newMergeSource() *mergeSource {
-	m := &mergeSource{r: r, h: cursorHeap{r: r}}
+	m := &mergeSource{r: r, h: cursorHeap{r: r, keys: r.numericKeys()}}
 	for _, f := range r.frags {
 		if len(f.jobs) == 0 {
 			continue
@@ -133,7 +192,7 @@ func (r *Reader) newMergeSource() *mergeSource {
 
 func (m *mergeSource) start(ctx context.Context) error {
 	for _, c := range m.all {
-		if err := c.advance(ctx); err != nil {
+		if err := m.advance(ctx, c); err != nil {
 			return err
 		}
 		if c.cur != nil {
@@ -145,10 +204,22 @@ func (m *mergeSource) start(ctx context.Context) error {
 	return nil
 }
 
+// advance moves a cursor to its next cell and computes that cell's key.
+func (m *mergeSource) advance(ctx context.Context, c *cursor) error {
+	if err := c.advance(ctx); err != nil {
+		return err
+	}
+	if m.h.keys && c.cur != nil {
+		t, i := c.cell()
+		c.key = m.r.orderKey(t, i, c.key)
+	}
+	return nil
+}
+
 // step advances the heap's top cursor.
 func (m *mergeSource) step(ctx context.Context) error {
 	c := m.h.cs[0]
-	if err := c.advance(ctx); err != nil {
+	if err := m.advance(ctx, c); err != nil {
 		return err
 	}
 	if c.cur == nil {
