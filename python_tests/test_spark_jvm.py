@@ -408,3 +408,25 @@ def test_write_refusals(spark, flightd, client, arrays):
         save(df, flightd, "jvm/dense")
     with pytest.raises(Exception, match="(?i)overwrite|truncat"):
         save(spark.range(0, 3).selectExpr("id as x", "0.5 as v", "1 as k", "'a' as s"), flightd, "jvm/w", mode="overwrite")
+
+
+def test_token(spark, flightd_bin, flightd, arrays):
+    """The token option goes on every call (planning, DoGet on the executors, DoPut, actions)."""
+    from flightd_fixture import Daemon
+    d = Daemon(flightd_bin, flightd.data, env={"TILEFLIGHT_TOKENS": "tok-rw:rw,tok-ro:ro"})
+    try:
+        with pytest.raises(Exception, match="UNAUTHENTICATED"):
+            load(spark, flightd, "jvm/dense", url=d.url).count()
+        df = load(spark, flightd, "jvm/sparse", url=d.url, token="tok-ro", partitions=2)
+        ref = sparse_ref(arrays)
+        assert df.where("v > 0").count() == int((ref["v"] > 0).sum())
+        assert df.selectExpr("sum(n + 0)").collect()[0][0] == int(ref["n"].astype(np.int64).sum())
+        src = spark.range(1_000_000, 1_000_010).selectExpr("id as x", "cast(0.5 as double) as v", "cast(2 as int) as k", "'t' as s")
+        with pytest.raises(Exception, match="PERMISSION_DENIED"):
+            (src.write.format(JVM_FORMAT).option("uri", d.url).option("array", "jvm/w").option("token", "tok-ro")
+             .mode("append").save())
+        (src.write.format(JVM_FORMAT).option("uri", d.url).option("array", "jvm/w").option("token", "tok-rw")
+         .mode("append").save())
+        assert load(spark, flightd, "jvm/w", url=d.url, token="tok-ro").where("x >= 1000000").count() == 10
+    finally:
+        d.stop()

@@ -25,9 +25,11 @@ public final class TileflightException extends RuntimeException {
   /** Wraps a Flight error, saying what the connector was doing. */
   static TileflightException of(String doing, FlightRuntimeException e) {
     String code = e.status().code().name();
-    // Flight Java names the codes as gRPC does, except INVALID_ARGUMENT.
-    if (code.equals("INVALID_ARGUMENT") || code.equals("INVALIDARGUMENT")) {
-      code = "INVALID_ARGUMENT";
+    // Flight Java names the codes as gRPC does but for these two.
+    if (code.equals("UNAUTHORIZED")) {
+      code = "PERMISSION_DENIED";
+    } else if (code.equals("TIMED_OUT")) {
+      code = "DEADLINE_EXCEEDED";
     }
     return new TileflightException(code, "tileflight: " + doing + ": " + e.getMessage(), e);
   }
