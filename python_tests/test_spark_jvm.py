@@ -430,3 +430,19 @@ def test_token(spark, flightd_bin, flightd, arrays):
         assert load(spark, flightd, "jvm/w", url=d.url, token="tok-ro").where("x >= 1000000").count() == 10
     finally:
         d.stop()
+
+
+def test_tls(spark, flightd_bin, flightd, arrays, tmp_path):
+    import subprocess
+    crt, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(crt), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], check=True, capture_output=True)
+    with running(flightd_bin, flightd.data, "-tls-cert", str(crt), "-tls-key", str(key)) as d:
+        assert d.url.startswith("grpc+tls://")
+        df = load(spark, flightd, "jvm/dense", url=d.url, tls_root_certs=str(crt), partitions=2)
+        a, _ = dense_ref(arrays)
+        assert df.selectExpr("sum(a + 0)").collect()[0][0] == int(a.sum())
+        assert df.where("r < 10").count() == 10 * C
+        with pytest.raises(Exception, match="tls_root_certs: cannot read"):
+            load(spark, flightd, "jvm/dense", url=d.url, tls_root_certs=str(tmp_path / "nope.pem")).count()
