@@ -721,8 +721,8 @@ def _del_cond(rnd):
                                         k3=rnd.randint(0, 20), m=rnd.randint(0, 3))
 
 
-@pytest.mark.parametrize("seed,dups", [(1, False), (3, True), (4, False)])
-def test_sparse_consolidation_over_deletes_matches_tiledb(small, seed, dups):
+@pytest.mark.parametrize("seed,dups,window", [(1, False, False), (3, True, False), (4, False, False), (8, False, True)])
+def test_sparse_consolidation_over_deletes_matches_tiledb(small, seed, dups, window):
     """Random histories of writes, deletes (ours through the delete action,
     TileDB's through its delete query) and fragment consolidations (ours
     through the action, TileDB's with tiledb.consolidate), every one of
@@ -778,8 +778,15 @@ def test_sparse_consolidation_over_deletes_matches_tiledb(small, seed, dups):
             deletes += 1
         else:
             before = [view(a, x) for x in range(1, t + 1)]
-            tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
-            action(c, "consolidate", {"array": ours, "mode": "fragments"})
+            if window and t >= 5:  # a window that leaves the first and the last writes out
+                w0, w1 = 2, t - 2
+                tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments",
+                                                            "sm.consolidation.timestamp_start": str(w0),
+                                                            "sm.consolidation.timestamp_end": str(w1)}))
+                action(c, "consolidate", {"array": ours, "mode": "fragments", "timestamp": [w0, w1]})
+            else:
+                tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
+                action(c, "consolidate", {"array": ours, "mode": "fragments"})
             consolidations += 1
             assert file_tree(a) == file_tree(b), (seed, step)
             assert ranges(a) == ranges(b), (seed, step)
