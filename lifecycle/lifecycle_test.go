@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -566,4 +567,38 @@ func leftovers(t *testing.T, st storage.Store) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// What the general sparse consolidation does not do is refused before
+// anything is written: over a delete, a fragment written before a schema
+// evolution added an attribute (TileDB would fill it in).
+func TestSparseOverDeletesEvolvedRefused(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	if _, err := Delete(ctx, st, "a", "v > 100", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 6, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := view(t, st)
+	keys := func() string {
+		var out []any
+		for _, d := range []string{"a/__fragments", "a/__commits"} {
+			ks, err := st.List(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ks)
+		}
+		return fmt.Sprint(out...)
+	}
+	files := keys()
+	_, err := Consolidate(ctx, st, "a", Fragments, Options{})
+	if !errors.Is(err, errkind.Unimplemented) || !strings.Contains(err.Error(), `no attribute "w"`) {
+		t.Fatalf("consolidation over a delete and an evolved schema: %v, want Unimplemented", err)
+	}
+	if view(t, st) != want || keys() != files {
+		t.Fatal("a refused consolidation changed the array")
+	}
 }
