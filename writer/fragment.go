@@ -237,6 +237,12 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	if err != nil {
 		return nil, err
 	}
+	return fr.writeOuts(ctx, st, dir, n, outs, gen)
+}
+
+// writeOuts stores the fragment whose filtered tiles are outs (outs[t][f]
+// for tile t of fields[f]); it lets each filtered tile go once copied.
+func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string, n names.Name, outs [][]tileOut, gen gentile.Filterer) (*fragmeta.Metadata, error) {
 	num := fr.layout.FieldNum(FormatVersion, fr.hasTS, fr.hasDel)
 	ntiles := fr.ntiles
 	m := &fragmeta.Metadata{}
