@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -566,4 +567,111 @@ func leftovers(t *testing.T, st storage.Store) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// What the general sparse consolidation does not do is refused before
+// anything is written: over a delete, a fragment written before a schema
+// evolution added an attribute (TileDB would fill it in).
+func TestSparseOverDeletesEvolvedRefused(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	if _, err := Delete(ctx, st, "a", "v > 100", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 6, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := view(t, st)
+	keys := func() string {
+		var out []any
+		for _, d := range []string{"a/__fragments", "a/__commits"} {
+			ks, err := st.List(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ks)
+		}
+		return fmt.Sprint(out...)
+	}
+	files := keys()
+	_, err := Consolidate(ctx, st, "a", Fragments, Options{})
+	if !errors.Is(err, errkind.Unimplemented) || !strings.Contains(err.Error(), `no attribute "w"`) {
+		t.Fatalf("consolidation over a delete and an evolved schema: %v, want Unimplemented", err)
+	}
+	if view(t, st) != want || keys() != files {
+		t.Fatal("a refused consolidation changed the array")
+	}
+}
+
+// An encrypted sparse array consolidated over a delete and then again
+// (per-cell timestamps and delete metadata, encrypted like every other
+// tile) reads as before; without the key nothing happens.
+func TestEncryptedSparseOverDeletes(t *testing.T) {
+	ctx := context.Background()
+	key := []byte("0123456789abcdeF0123456789abcdeF")
+	st := storage.NewMem()
+	s, err := schema.FromJSON([]byte(sparseJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArrayWith(ctx, st, "a", s, writer.ArrayOptions{EncryptionKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = writer.LoadSchemaWith(ctx, st, "a", writer.ArrayOptions{EncryptionKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	w := func(ts uint64, ks ...int64) {
+		t.Helper()
+		vs := make([]int64, len(ks))
+		for i, k := range ks {
+			vs[i] = k*10 + int64(ts)
+		}
+		if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(ks...)}, "v": {Data: i64s(vs...)}}, writer.Options{Timestamp: ts, EncryptionKey: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(ts uint64) string {
+		t.Helper()
+		r, err := reader.Open(ctx, st, &query.Query{Array: "a", Limit: -1, Layout: query.LayoutRowMajor, Timestamp: &query.Timestamp{End: ts}}, reader.Options{Workers: 1, EncryptionKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var sb strings.Builder
+		for {
+			rec, err := r.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < int(rec.NumRows()); i++ {
+				sb.WriteString(rec.Column(0).ValueStr(i) + "=" + rec.Column(1).ValueStr(i) + " ")
+			}
+			rec.Release()
+		}
+		return sb.String()
+	}
+	w(1, 1, 2, 3)
+	w(2, 2, 3, 4)
+	if _, err := Delete(ctx, st, "a", "v > 25", 3, key); err != nil {
+		t.Fatal(err)
+	}
+	w(4, 3, 5)
+	views := func() []string { return []string{read(1), read(2), read(3), read(4)} }
+	want := views()
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err == nil {
+		t.Fatal("consolidation without the key: no error")
+	}
+	for round := 0; round < 2; round++ {
+		if _, err := Consolidate(ctx, st, "a", Fragments, Options{EncryptionKey: key}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if got := views(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: %v\nwant %v", round, got, want)
+		}
+		w(5+uint64(round), 9)
+		want = views()
+	}
 }

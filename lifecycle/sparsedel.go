@@ -15,8 +15,10 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
+	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
@@ -56,7 +58,7 @@ type delCond struct {
 
 // loadDeleteConds decodes the array's delete commits, ordered by
 // timestamp as TileDB's ArrayDirectory orders them.
-func loadDeleteConds(ctx context.Context, a *array.Array) ([]delCond, error) {
+func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond, error) {
 	if a.View == nil {
 		return nil, nil
 	}
@@ -73,7 +75,11 @@ func loadDeleteConds(ctx context.Context, a *array.Array) ([]delCond, error) {
 			}
 			file = b
 		}
-		n, err := commits.DecodeDelete(file)
+		var u gentile.Unfilterer
+		if len(key) > 0 {
+			u = filters.GenericTileCodec{EncryptionKey: key}
+		}
+		n, err := commits.DecodeDeleteWith(file, u)
 		if err != nil {
 			return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
 		}
@@ -104,7 +110,7 @@ func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 // delete metadata (see the file comment).
 func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string, all *array.Array, opt Options, picked []*array.Fragment) (*Result, error) {
 	s := all.Schema
-	conds, err := loadDeleteConds(ctx, all)
+	conds, err := loadDeleteConds(ctx, all, opt.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}

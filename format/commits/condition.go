@@ -290,8 +290,13 @@ func encodeNode(w *wire.Writer, n *Node, depth int) error {
 
 // DecodeDelete reads a delete commit file (.del): a generic tile holding a
 // serialized condition. The condition selects the cells to keep.
-func DecodeDelete(file []byte) (*Node, error) {
-	payload, err := tilePayload(file)
+func DecodeDelete(file []byte) (*Node, error) { return DecodeDeleteWith(file, nil) }
+
+// DecodeDeleteWith is DecodeDelete for arrays whose generic tiles need u
+// (encrypted arrays: their delete commits are encrypted too); nil u is
+// DecodeDelete.
+func DecodeDeleteWith(file []byte, u gentile.Unfilterer) (*Node, error) {
+	payload, err := tilePayloadWith(file, u)
 	if err != nil {
 		return nil, fmt.Errorf("delete commit: %w", err)
 	}
@@ -312,8 +317,10 @@ func EncodeDelete(keep *Node, version uint32) ([]byte, error) {
 	return gentile.Encode(p, version, nil)
 }
 
-func tilePayload(file []byte) ([]byte, error) {
-	_, payload, n, err := gentile.Decode(file, nil)
+func tilePayload(file []byte) ([]byte, error) { return tilePayloadWith(file, nil) }
+
+func tilePayloadWith(file []byte, u gentile.Unfilterer) ([]byte, error) {
+	_, payload, n, err := gentile.Decode(file, u)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,10 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
+	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/eval"
@@ -330,7 +332,7 @@ func (r *Reader) loadConditions(ctx context.Context) error {
 			}
 			file = b
 		}
-		n, err := commits.DecodeDelete(file)
+		n, err := commits.DecodeDeleteWith(file, deleteCodec(r.loader.EncryptionKey()))
 		if err != nil {
 			return dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
 		}
@@ -338,6 +340,14 @@ func (r *Reader) loadConditions(ctx context.Context) error {
 			fields: condFields(n, map[string]bool{}, nil)})
 	}
 	return nil
+}
+
+// deleteCodec decodes the delete commits of an array encrypted with key.
+func deleteCodec(key []byte) gentile.Unfilterer {
+	if len(key) == 0 {
+		return nil
+	}
+	return filters.GenericTileCodec{EncryptionKey: key}
 }
 
 func dataLoss(err error) error {

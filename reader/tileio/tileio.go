@@ -130,6 +130,11 @@ func NewLoader(a *array.Array, opt Options) *Loader {
 	return &Loader{arr: a, opt: opt, budget: newBudget(opt.MemoryBudget), pipelines: map[pipeKey]*filters.Pipeline{}}
 }
 
+// EncryptionKey is the key the loader decodes the array's tiles with
+// (nil: none); the array's other generic tiles (delete commits) need it
+// too.
+func (l *Loader) EncryptionKey() []byte { return l.opt.EncryptionKey }
+
 // fieldInfo is what loading needs to know about a field of a fragment.
 type fieldInfo struct {
 	name       string
