@@ -135,16 +135,7 @@ func (t *table) filterColumn(name string) (filterCol, bool) {
 		// columns would compare rounded, so they stay in the engine.
 		c.kind, c.signed, c.bits = colTime, true, 64
 		c.min, c.max = decimal.NewFromInt(math.MinInt64), decimal.NewFromInt(math.MaxInt64)
-		switch typ {
-		case datatype.DatetimeSec:
-			c.unit = 1e9
-		case datatype.DatetimeMs:
-			c.unit = 1e6
-		case datatype.DatetimeUs:
-			c.unit = 1e3
-		case datatype.DatetimeDay:
-			c.unit = 86400e9
-		default:
+		if c.unit = tickUnit(typ); c.unit == 0 {
 			return filterCol{}, false
 		}
 		return c, true
@@ -210,6 +201,16 @@ func (tr *translator) dimRanges(e gms.Expression) (int, []rng, bool) {
 				d = i
 			}
 		}
+		unit := int64(0)
+		if d < 0 {
+			// datetime dimensions of a unit the engine compares exactly
+			for i := range tr.t.arr.Schema.Dimensions {
+				dd := &tr.t.arr.Schema.Dimensions[i]
+				if u := tickUnit(dd.Type); u > 0 && !dd.IsVar() && strings.EqualFold(dd.Name, gf.Name()) {
+					d, unit = i, u
+				}
+			}
+		}
 		if d < 0 || (dim >= 0 && d != dim) {
 			return nil, false
 		}
@@ -217,15 +218,22 @@ func (tr *translator) dimRanges(e gms.Expression) (int, []rng, bool) {
 		if !ok || l.v == nil {
 			return nil, false
 		}
-		if _, isStr := l.v.(string); isStr {
+		var key decimal.Decimal
+		if unit > 0 {
+			key, ok = timeConst(filterCol{unit: unit}, l)
+		} else if _, isStr := l.v.(string); isStr {
 			return nil, false
+		} else {
+			key, ok = keyDecimal(l.v)
 		}
-		key, ok := keyDecimal(l.v)
 		if !ok {
 			return nil, false
 		}
 		dim = d
 		kind := kindOf(tr.t.arr.Schema.Dimensions[d].Type)
+		if unit > 0 {
+			kind = kindInt // ticks
+		}
 		if neg {
 			op = negOp[op]
 		}
@@ -596,6 +604,23 @@ func intConst(col filterCol, c lit) (decimal.Decimal, bool) {
 		return decimal.NewFromFloat(v), true
 	}
 	return decimal.Decimal{}, false
+}
+
+// tickUnit is the length in nanoseconds of a tick of the datetime types
+// whose conditions are pushed (0 for the others: nanoseconds, which the
+// engine rounds to microseconds, and units it has no counterpart for).
+func tickUnit(t datatype.Datatype) int64 {
+	switch t {
+	case datatype.DatetimeSec:
+		return 1e9
+	case datatype.DatetimeMs:
+		return 1e6
+	case datatype.DatetimeUs:
+		return 1e3
+	case datatype.DatetimeDay:
+		return 86400e9
+	}
+	return 0
 }
 
 // timeConst is a datetime constant (a string or time the engine reads as

@@ -8,8 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	arr "github.com/apache/arrow-go/v18/arrow/array"
+	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/flight"
@@ -78,34 +83,44 @@ func FuzzStatement(f *testing.F) {
 // engine gives alone, on a dense and a sparse array with a nullable
 // column; aggregates over it too.
 func FuzzPushdown(f *testing.F) {
-	c, _ := serveSQL(f)
-	cols := []string{"x", "y", "v", "w", "k", "s", "n"}
+	c, _ := serveSQL(f, fragmented, datetimes)
+	cols := []string{"x", "y", "v", "w", "k", "s", "n", "t", "day", "sec"}
 	ops := []string{"=", "<>", "<", "<=", ">", ">=", "IN", "NOT IN", "BETWEEN", "IS NULL", "IS NOT NULL"}
 	f.Add(uint8(2), uint8(4), int64(95), float64(0.5), "s1", uint8(0))
 	f.Add(uint8(6), uint8(7), int64(3), float64(2.5), "s19", uint8(3))
 	f.Add(uint8(3), uint8(0), int64(81), float64(0.25), "", uint8(6))
 	f.Add(uint8(5), uint8(8), int64(-1), float64(1e300), "s1'0", uint8(9))
+	f.Add(uint8(7), uint8(4), int64(3*86400e6+1500), float64(0), "", uint8(3))
+	f.Add(uint8(8), uint8(8), int64(5*86400e6+7), float64(0), "", uint8(3|3<<3|0x10))
+	f.Add(uint8(9), uint8(2), int64(86400e6/3), float64(0), "", uint8(3|0x80))
 	f.Fuzz(func(t *testing.T, col, op uint8, iv int64, fv float64, sv string, shape uint8) {
 		if math.IsNaN(fv) || math.IsInf(fv, 0) || !utf8.ValidString(sv) || len(sv) > 20 {
 			return
 		}
 		name := cols[int(col)%len(cols)]
 		tbl := "dense"
-		if name == "k" || name == "s" || name == "n" {
+		switch name {
+		case "k", "s", "n":
 			tbl = "g.pts"
+		case "t", "day", "sec":
+			tbl = "f.ev"
 		}
 		lit := func(k uint8) string {
-			switch k % 4 {
+			switch k % 5 {
 			case 0:
 				return strconv.FormatInt(iv, 10)
 			case 1:
 				return strconv.FormatFloat(fv, 'f', -1, 64)
 			case 2:
 				return "'" + strings.ReplaceAll(sv, "'", "''") + "'"
+			case 3:
+				// a datetime near the data, to the microsecond
+				ts := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(iv%(86400*20*1e6)) * time.Microsecond)
+				return "'" + ts.Format("2006-01-02 15:04:05.999999") + "'"
 			}
 			return "NULL"
 		}
-		l1, l2 := lit(shape), lit(shape>>2)
+		l1, l2 := lit(shape), lit(shape>>3)
 		var term string
 		switch o := ops[int(op)%len(ops)]; o {
 		case "IN", "NOT IN":
@@ -120,10 +135,7 @@ func FuzzPushdown(f *testing.F) {
 		if shape&0x10 != 0 {
 			term = "NOT (" + term + ")"
 		}
-		other := "x < 8"
-		if tbl == "g.pts" {
-			other = "k > 3"
-		}
+		other := map[string]string{"dense": "x < 8", "g.pts": "k > 3", "f.ev": "sec IS NOT NULL"}[tbl]
 		if shape&0x20 != 0 {
 			term = "(" + term + ") OR " + other
 		} else if shape&0x40 != 0 {
@@ -152,4 +164,29 @@ func FuzzPushdown(f *testing.F) {
 			t.Fatalf("%s:\nwith pushdown    %s\nwithout pushdown %s", q, got, want)
 		}
 	})
+}
+
+// datetimes writes f/ev: a sparse array with a millisecond dimension t, a
+// day attribute and a nullable seconds attribute, over 20 days.
+func datetimes(t testing.TB, mk func(name, js string), c aflight.Client) {
+	mk("f/ev", `{"type":"sparse","dimensions":[{"name":"t","type":"datetime_ms","domain":[0,4102444800000],"tile":86400000}],
+		"attributes":[{"name":"day","type":"datetime_day"},{"name":"sec","type":"datetime_sec","nullable":true}]}`)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "sec", Type: &arrow.TimestampType{Unit: arrow.Second}, Nullable: true}}, nil)
+	b := arr.NewRecordBuilder(memory.DefaultAllocator, sc)
+	base := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 200; i++ {
+		ts := base.Add(time.Duration(i) * 2 * time.Hour).Add(time.Duration(i*137) * time.Millisecond)
+		b.Field(0).(*arr.TimestampBuilder).Append(arrow.Timestamp(ts.UnixMilli()))
+		b.Field(1).(*arr.Date32Builder).Append(arrow.Date32FromTime(ts))
+		if i%3 == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*arr.TimestampBuilder).Append(arrow.Timestamp(ts.Unix()))
+		}
+	}
+	put(t, c, `{"array":"f/ev"}`, b.NewRecordBatch())
+	b.Release()
 }

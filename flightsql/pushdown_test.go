@@ -159,3 +159,37 @@ func fragmented(t testing.TB, mk func(name, js string), c aflight.Client) {
 	frag("f/holes", 0, 2)
 	frag("f/holes", 5, 9)
 }
+
+// TestDatetimePushdown: datetime dimensions become subarray ranges in
+// ticks, datetime attributes filter conditions in ticks, and the rows are
+// the engine's own (compared with the pushdown off).
+func TestDatetimePushdown(t *testing.T) {
+	c, _ := serveSQL(t, datetimes)
+	cases := []struct{ q, plan string }{
+		{`SELECT t FROM f.ev WHERE t > '2021-03-04 00:00:00.0015'`, `"t":[[1614816000002,`},
+		{`SELECT t FROM f.ev WHERE t BETWEEN '2021-03-02' AND '2021-03-03'`, `"t":[[1614643200000,1614729600000]]`},
+		{`SELECT t, day FROM f.ev WHERE day = '2021-03-05'`, `attr('day') == 18691`},
+		{`SELECT t, sec FROM f.ev WHERE sec < '2021-03-02 10:00:00.5' OR sec IS NULL`, `(attr('sec') <= 1614679200) or (attr('sec') == None)`},
+		{`SELECT count(*), min(t) FROM f.ev WHERE NOT (day <> '2021-03-10')`, `attr('day') == 18696`},
+	}
+	for _, tc := range cases {
+		if plan := explain(t, c, tc.q); !strings.Contains(plan, tc.plan) {
+			t.Errorf("%s: EXPLAIN lacks %s:\n%s", tc.q, tc.plan, plan)
+		}
+		got, _, err := rows(t, c, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.q, err)
+		}
+		noPushdown.Store(true)
+		want, _, err := rows(t, c, tc.q)
+		noPushdown.Store(false)
+		if err != nil {
+			t.Fatalf("%s without pushdown: %v", tc.q, err)
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if g, w := strings.Join(got, ";"), strings.Join(want, ";"); g != w || len(got) == 0 {
+			t.Errorf("%s:\n got %s\nwant %s", tc.q, g, w)
+		}
+	}
+}

@@ -97,6 +97,9 @@ func (d dimRanges) subarray(a *array.Array) ([]query.DimRanges, bool) {
 	for _, i := range idx {
 		dim := &dims[i]
 		kind := kindOf(dim.Type)
+		if kind == kindNone && tickUnit(dim.Type) > 0 {
+			kind = kindInt // datetime ranges are ticks (filter.go)
+		}
 		var kept []rng
 		for _, r := range d[i] {
 			if kind == kindInt {

@@ -109,6 +109,17 @@ def _events(uri):
         A[names, t] = {"ts": at, "day": day, "v": k}
 
 
+def _ddt(uri):
+    """A dense array with a datetime (day) dimension: ranges on it become
+    the subarray."""
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(np.datetime64("2021-01-01", "D"), np.datetime64("2021-12-31", "D")),
+                                   tile=np.timedelta64(30, "D"), dtype=np.dtype("datetime64[D]")))
+    sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[tiledb.Attr("v", dtype=np.int32)])
+    tiledb.Array.create(uri, sch)
+    with tiledb.open(uri, "w") as A:
+        A[np.datetime64("2021-01-01", "D"):np.datetime64("2021-03-31", "D")] = {"v": (np.arange(90) * 7 % 40).astype(np.int32)}
+
+
 def _ingest_targets(data):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10000), tile=100, dtype=np.int64))
     tiledb.Array.create(os.path.join(data, SCHEMA, "ing_sparse"), tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
@@ -142,7 +153,7 @@ def tiledb_table(uri):
 def env(flightd):
     os.makedirs(os.path.join(flightd.data, SCHEMA), exist_ok=True)
     for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup), ("dvar", _dvar),
-                     ("events", _events)]:
+                     ("events", _events), ("ddt", _ddt)]:
         uri = os.path.join(flightd.data, SCHEMA, name)
         if not os.path.exists(uri):
             mk(uri)
@@ -156,7 +167,8 @@ def env(flightd):
     duck.execute("CREATE SCHEMA %s" % SCHEMA)
     for name, path in [("%s.dense2d" % SCHEMA, "sqlt/dense2d"), ("%s.pts" % SCHEMA, "sqlt/pts"),
                        ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop"),
-                       ("%s.dvar" % SCHEMA, "sqlt/dvar"), ("%s.events" % SCHEMA, "sqlt/events")]:
+                       ("%s.dvar" % SCHEMA, "sqlt/dvar"), ("%s.events" % SCHEMA, "sqlt/events"),
+                       ("%s.ddt" % SCHEMA, "sqlt/ddt")]:
         tmp_tbl = tiledb_table(os.path.join(flightd.data, path))  # noqa: F841 (DuckDB reads it by name)
         duck.execute("CREATE TABLE %s AS SELECT * FROM tmp_tbl" % name)
 
@@ -395,10 +407,17 @@ FILTER_PUSHED = [
     ("SELECT v, day FROM sqlt.events WHERE day = '2021-03-05'", "attr('day') == 18691"),
     ("SELECT v FROM sqlt.events WHERE day BETWEEN '2021-03-02' AND '2021-03-04 12:00:00'", "(attr('day') >= 18688) and (attr('day') <= 18690)"),
     ("SELECT v FROM sqlt.events WHERE NOT (day IN ('2021-03-01', '2021-03-09'))", "(attr('day') != 18687) and (attr('day') != 18695)"),
-    ("SELECT name, t FROM sqlt.events WHERE NOT (t > '2021-01-01 00:01:00')", "dim('t') <= 1609459260"),
     ("SELECT name, v FROM sqlt.events WHERE name = 'b3'", "dim('name') == 'b3'"),
     ("SELECT name, v FROM sqlt.events WHERE name IN ('a0', 'c2', 'zz') OR v > 55", "(dim('name') == 'a0') or"),
     ("SELECT count(*), max(v) FROM sqlt.events WHERE name >= 'c' AND name < 'd'", "dim('name') >= 'c'"),
+]
+# Range terms on datetime dimensions become the subarray (ticks of the unit).
+RANGE_PUSHED = [
+    ("SELECT name, t FROM sqlt.events WHERE NOT (t > '2021-01-01 00:01:00')", '"t":[[1609459200,1609459260]]'),
+    ("SELECT d, v FROM sqlt.ddt WHERE d BETWEEN '2021-02-01' AND '2021-02-10'", '"d":[[18659,18668]]'),
+    ("SELECT d, v FROM sqlt.ddt WHERE d > '2021-03-15 12:00:00'", '"d":[[18702,18717]]'),
+    ("SELECT d FROM sqlt.ddt WHERE d <> '2021-01-05' AND v < 10", '"d":[[18628,18631],[18633,18717]]'),
+    ("SELECT count(*), sum(v) FROM sqlt.ddt WHERE d < '2021-01-11'", '"d":[[18628,18637]]'),
 ]
 FILTER_KEPT = [
     "SELECT k, n FROM %s WHERE n NOT IN (1, NULL)" % P,
@@ -428,7 +447,7 @@ AGG_ENGINE = [
     "SELECT count(DISTINCT n) FROM %s" % P,
     "SELECT min(s), max(s) FROM %s" % P,
 ]
-STATEMENTS = STATEMENTS + [(q, False) for q, _ in FILTER_PUSHED] + [(q, False) for q in FILTER_KEPT] + \
+STATEMENTS = STATEMENTS + [(q, False) for q, _ in FILTER_PUSHED] + [(q, False) for q, _ in RANGE_PUSHED] + [(q, False) for q in FILTER_KEPT] + \
     [(q, False) for q in AGG_NATIVE] + [(q, False) for q in AGG_ENGINE]
 
 
@@ -497,6 +516,13 @@ def test_explain_shows_pushed_filter(env, sql, cond):
     conn, _, _ = env
     plan = _explain(conn, sql)
     assert '"filter":"' in plan and cond in plan, plan
+
+
+@pytest.mark.parametrize("sql,sub", RANGE_PUSHED, ids=[s for s, _ in RANGE_PUSHED])
+def test_explain_shows_datetime_ranges(env, sql, sub):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert sub in plan, plan
 
 
 @pytest.mark.parametrize("sql", FILTER_KEPT)
