@@ -170,7 +170,8 @@ def run(exe, workdir, idle_conns=300, never_read=16, seed=1, log=print):
     out["idle"]["fds_after_close"] = st["fds"]
     out["idle"]["goroutines_after_close"] = st["goroutines"]
     if not ok:
-        failures.append(f"idle connections closed: fds {base['fds']} -> {st['fds']}, goroutines {base['goroutines']} -> {st['goroutines']}")
+        failures.append(f"idle connections closed: fds {base['fds']} -> {st['fds']}, goroutines {base['goroutines']} -> {st['goroutines']}\n"
+                        + d.leak_report())
 
     # 3. Clients killed mid-DoGet and mid-DoPut.
     kills = max(4, never_read // 2)
@@ -212,7 +213,8 @@ def run(exe, workdir, idle_conns=300, never_read=16, seed=1, log=print):
         failures.append(f"killed DoPuts left {len(frag_dirs)} fragment directories")
     ok, st = _settle(d, base)
     if not ok:
-        failures.append(f"after hang-ups: fds {base['fds']} -> {st['fds']}, goroutines {base['goroutines']} -> {st['goroutines']}")
+        failures.append(f"after hang-ups: fds {base['fds']} -> {st['fds']}, goroutines {base['goroutines']} -> {st['goroutines']}\n"
+                        + d.leak_report())
 
     # 4. Per-call deadlines: the server must end the call when its
     # deadline passes (its access-log duration), whatever the client

@@ -41,7 +41,9 @@ class Served(Daemon):
 
     def __init__(self, exe, data, args=(), env=None):
         self.metrics_port = free_port()
-        super().__init__(exe, data, args=["-metrics-listen", f"127.0.0.1:{self.metrics_port}", *args], env=env)
+        self.pprof_port = free_port()
+        super().__init__(exe, data, args=["-metrics-listen", f"127.0.0.1:{self.metrics_port}",
+                                          "-pprof", f"127.0.0.1:{self.pprof_port}", *args], env=env)
 
     def client(self, **kw):
         # Each client owns its connections (gRPC core otherwise shares them
@@ -80,6 +82,79 @@ class Served(Daemon):
                 if line.startswith("VmRSS:"):
                     rss = int(line.split()[1]) * 1024
         return {"goroutines": int(self.metrics().get("go_goroutines", -1)), "fds": fds, "rss": rss}
+
+
+    def leak_report(self):
+        """What a failed goroutine/FD settle check needs to be diagnosed:
+        the daemon's goroutines grouped by stack (pprof), and for each of
+        its TCP connections the peer address and the process holding the
+        other end (found through /proc: socket inodes of every process)."""
+        import urllib.request
+        parts = []
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.pprof_port}/debug/pprof/goroutine?debug=1",
+                                        timeout=10) as r:
+                parts.append(r.read().decode(errors="replace"))
+        except OSError as e:
+            parts.append(f"goroutine dump failed: {e}")
+        parts.append("daemon connections: " + "; ".join(self._connections()))
+        return "\n".join(parts)
+
+    def _connections(self):
+        def inodes(pid):
+            out = set()
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    try:
+                        t = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    except OSError:
+                        continue
+                    if t.startswith("socket:["):
+                        out.add(t[8:-1])
+            except OSError:
+                pass
+            return out
+
+        def addr(h):
+            ip, port = h.split(":")
+            if len(ip) == 32:  # tcp6: an IPv4-mapped address ends in the IPv4 word
+                if ip[:24] != "0000000000000000FFFF0000":
+                    return ip + ":" + str(int(port, 16))
+                ip = ip[24:]
+            return ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0)) + ":" + str(int(port, 16))
+
+        mine = inodes(self.proc.pid)
+        table = {}  # inode -> (local, remote, state)
+        for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    c = line.split()
+                    table[c[9]] = (addr(c[1]), addr(c[2]), c[3])
+        by_local = {v[0]: k for k, v in table.items()}
+        owners = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == self.proc.pid:
+                continue
+            for ino in inodes(pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:80]
+                except OSError:
+                    cmd = "?"
+                owners[ino] = f"pid {pid} ({cmd})"
+        out = []
+        for ino in sorted(mine):
+            if ino not in table:
+                continue
+            local, remote, state = table[ino]
+            if state == "0A":  # listening
+                continue
+            peer = by_local.get(remote)
+            out.append(f"{local} <- {remote} state {state} peer {owners.get(peer, 'no local process')}")
+        return out or ["none"]
 
 
 def percentile(xs, p):
