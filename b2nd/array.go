@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/tileflight/tileflight/b2nd/chunk"
 	"github.com/tileflight/tileflight/b2nd/frame"
@@ -347,24 +348,119 @@ func (a *Array) ReadChunkHead(ctx context.Context, n int64) (*chunk.Chunk, error
 }
 
 // MapFrame maps a contiguous frame's file into memory when its store can
-// (storage.Mapper) and the file still has the size the array was opened
-// with; ok is false otherwise (read with ReadChunkBytes then). Reads of a
-// mapping fault if another program truncates the file meanwhile: the
-// reader turns that into an error (see reader's use).
-func (a *Array) MapFrame(ctx context.Context) (data []byte, unmap func() error, ok bool) {
+// (storage.Mapper); ok is false otherwise (read with ReadChunkBytes then).
+// Mappings are shared and kept across reads (see mapCache), keyed by the
+// file's identity (storage.Mapper.MapID: device, inode, size, time), and
+// used only when the file still has the size the array was opened with:
+// release hands it back. Reads of a mapping fault if another program truncates
+// the file meanwhile: the reader turns that into an error.
+func (a *Array) MapFrame(ctx context.Context) (data []byte, release func(), ok bool) {
 	m, isMapper := a.Store.(storage.Mapper)
 	if a.Sparse || !isMapper {
 		return nil, nil, false
 	}
-	data, unmap, err := m.Map(ctx, a.Name)
+	return frameMaps.get(ctx, m, a)
+}
+
+// frameMaps caches the mappings of contiguous frames: a mapping made for
+// one read serves the next ones without mapping (and faulting in) the
+// file's pages again.
+var frameMaps = &mapCache{max: 16}
+
+type mapKey struct {
+	st   storage.Mapper
+	name string
+	id   string // storage.Mapper.MapID
+}
+
+type mapEntry struct {
+	data    []byte
+	unmap   func() error
+	refs    int
+	used    uint64
+	evicted bool
+}
+
+// mapCache holds at most max mappings; the least recently used one is
+// dropped for a new one, and unmapped once no read holds it.
+type mapCache struct {
+	mu    sync.Mutex
+	max   int
+	clock uint64
+	m     map[mapKey]*mapEntry
+}
+
+func (c *mapCache) get(ctx context.Context, st storage.Mapper, a *Array) ([]byte, func(), bool) {
+	id, err := st.MapID(ctx, a.Name)
 	if err != nil {
 		return nil, nil, false
 	}
-	if int64(len(data)) != a.Size {
-		unmap()
-		return nil, nil, false
+	k := mapKey{st, a.Name, id}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[mapKey]*mapEntry{}
 	}
-	return data, unmap, true
+	e := c.m[k]
+	if e == nil {
+		data, unmap, err := st.Map(ctx, a.Name)
+		if err != nil {
+			return nil, nil, false
+		}
+		e = &mapEntry{data: data, unmap: unmap}
+		c.m[k] = e
+		// Drop the least recently used mappings beyond max; a new
+		// version of a file (another size or time) replaces its old one.
+		for len(c.m) > c.max || c.stale(k) {
+			var old mapKey
+			var oe *mapEntry
+			for ok, ov := range c.m {
+				if ok == k {
+					continue
+				}
+				if ok.st == k.st && ok.name == k.name {
+					old, oe = ok, ov
+					break
+				}
+				if oe == nil || ov.used < oe.used {
+					old, oe = ok, ov
+				}
+			}
+			if oe == nil {
+				break
+			}
+			delete(c.m, old)
+			oe.evicted = true
+			if oe.refs == 0 {
+				oe.unmap()
+			}
+		}
+	}
+	if int64(len(e.data)) != a.Size {
+		return nil, nil, false // the file changed since the array was opened
+	}
+	c.clock++
+	e.used = c.clock
+	e.refs++
+	return e.data, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e.refs--
+		if e.refs == 0 && e.evicted {
+			e.unmap()
+		}
+	}, true
+}
+
+// stale tells whether another mapping of k's file (an older version) is
+// cached.
+func (c *mapCache) stale(k mapKey) bool {
+	for ok := range c.m {
+		if ok != k && ok.st == k.st && ok.name == k.name {
+			return true
+		}
+	}
+	return false
 }
 
 // ChunkPos is where stored chunk n of a contiguous frame starts in its

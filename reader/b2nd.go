@@ -163,12 +163,12 @@ type b2ndSource struct {
 	mranges [][]interval
 	// mapped is the contiguous frame's file mapped in memory, if it is.
 	mapped []byte
-	rows    int // rows in the current batch
-	left    int64
-	out     chan arrow.RecordBatch
-	errc    chan error
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
+	rows   int // rows in the current batch
+	left   int64
+	out    chan arrow.RecordBatch
+	errc   chan error
+	cancel context.CancelFunc
+	done   sync.WaitGroup
 	// blocks decoded for the current group, by chunk and block number.
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
@@ -296,13 +296,13 @@ func (s *b2ndSource) run(ctx context.Context) error {
 	// A contiguous frame on local storage is read through a mapping of
 	// its file: the blocks' bytes are decoded where they lie, without a
 	// copy, and the parts of raw byte planes a box skips are never read.
-	// It is unmapped when the read ends (every decoding goroutine has
-	// returned by then).
-	if data, unmap, ok := s.a.MapFrame(ctx); ok {
+	// The mapping is released when the read ends (every decoding
+	// goroutine has returned by then).
+	if data, release, ok := s.a.MapFrame(ctx); ok {
 		s.mapped = data
 		defer func() {
 			s.mapped = nil
-			unmap()
+			release()
 		}()
 	}
 	s.newBatch()

@@ -37,3 +37,20 @@ func (l *Local) Map(ctx context.Context, key string) ([]byte, func() error, erro
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
+
+// MapID identifies the current version of object key (see Mapper): its
+// file's device, inode, size and modification time.
+func (l *Local) MapID(ctx context.Context, key string) (string, error) {
+	if _, err := CleanKey(key); err != nil {
+		return "", fmt.Errorf("storage: map: %w", err)
+	}
+	fi, err := l.root.Stat(key)
+	if err != nil {
+		return "", wrap("map", key, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || fi.IsDir() {
+		return "", fmt.Errorf("storage: map %q: not a regular file", key)
+	}
+	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
+}

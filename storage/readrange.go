@@ -69,4 +69,8 @@ func (l *Local) ReadRange(ctx context.Context, key string, off int64, dst []byte
 type Mapper interface {
 	// Map returns the object's bytes and the function that unmaps them.
 	Map(ctx context.Context, key string) ([]byte, func() error, error)
+	// MapID identifies the object's current version: a replaced object
+	// (a new file) has another ID, so a cached mapping is never reused
+	// for it.
+	MapID(ctx context.Context, key string) (string, error)
 }

@@ -12,8 +12,10 @@ import (
 )
 
 // decompressStream decodes one stream of codec format f into dst, which
-// it must fill exactly.
-func decompressStream(f int, src, dst, dict []byte, zd *zstd.Decoder) error {
+// it must fill exactly. slack is how many bytes after dst are scratch the
+// decoder may overwrite: with 16 or more, zstd takes its fast path (it
+// copies matches in wide words that may run past the end).
+func decompressStream(f int, src, dst, dict []byte, zd *zstd.Decoder, slack int) error {
 	switch f {
 	case FormatBloscLZ:
 		n, err := BloscLZDecompress(src, dst)
@@ -49,7 +51,7 @@ func decompressStream(f int, src, dst, dict []byte, zd *zstd.Decoder) error {
 		if zd == nil {
 			zd = plainZstd()
 		}
-		out, err := zd.DecodeAll(src, dst[:0:len(dst)])
+		out, err := zd.DecodeAll(src, dst[:0:len(dst)+slack])
 		if err != nil {
 			return fmt.Errorf("zstd: %v", err)
 		}

@@ -316,9 +316,11 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 			if tok&1 == 0 || cb < -255 {
 				return corrupt("block %d stream %d: unsupported token %#x (size %d)", i, j, tok, cb)
 			}
-			v := byte(-cb)
-			for k := range out {
-				out[k] = v
+			// A run of one byte (the constant exponent byte of floats in
+			// a narrow range): filled by doubling copies, at memmove speed.
+			out[0] = byte(-cb)
+			for k := 1; k < len(out); k *= 2 {
+				copy(out[k:], out[:k])
 			}
 		default:
 			if cb > len(src) {
@@ -328,7 +330,7 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 				planes[j] = src[:cb]
 			} else if cb == neblock {
 				copy(out, src[:cb])
-			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd); err != nil {
+			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd, slack(out, nofilter)); err != nil {
 				return corrupt("block %d stream %d: %v", i, j, err)
 			}
 			src = src[cb:]
@@ -388,6 +390,16 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 	}
 	copy(dst, cur)
 	return nil
+}
+
+// slack is how much of the scratch after out a decoder may overwrite: the
+// streams decompress into the scratch buffer (the next stream's place, or
+// the unused second half), but not into dst, when there is nothing to undo.
+func slack(out []byte, nofilter bool) int {
+	if nofilter {
+		return 0
+	}
+	return min(64, cap(out)-len(out))
 }
 
 // shuffleOnly tells whether shuffle is the one filter to undo (trunc_prec
