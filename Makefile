@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient jdbc build test gotest pytest vet serve fuzz bench bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
+.PHONY: all setup pyclient jdbc sparkjar build test gotest pytest vet serve fuzz bench bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
 all: build
 
@@ -65,10 +65,10 @@ docs: fixtures
 # pytest drives the daemon that `build` just made (bin/flightd).
 PYENV = TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) TILEFLIGHT_FLIGHTD=$(abspath bin/flightd)
 
-pytest: setup build fixtures jdbc
+pytest: setup build fixtures jdbc sparkjar
 	$(PYENV) $(VPY) -m pytest -q python_tests
 
-test: setup vet build fixtures jdbc
+test: setup vet build fixtures jdbc sparkjar
 	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -count=1 ./...
 	$(PYENV) $(VPY) -m pytest -q python_tests
 
@@ -105,7 +105,7 @@ bench-flight: setup build
 
 # .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
 bench-b2nd: setup build
-	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md $(if $(B2ND_BASELINE),--baseline $(B2ND_BASELINE) --baseline-label "$(B2ND_BASELINE_LABEL)")
 
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
@@ -121,7 +121,7 @@ soak: setup build
 
 # Spark count()/sum() through tileflight.spark vs Spark over the same data
 # in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).
-bench-spark: setup build
+bench-spark: setup build sparkjar
 	$(VPY) benchmarks/spark_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 
 # More random filters and aggregates against TileDB than the CI run
@@ -149,3 +149,15 @@ jdbc: $(JDBC_JAR)
 # full DoGet), appended to benchmarks/RESULTS.md.
 bench-sql: setup build
 	$(VPY) benchmarks/sql_bench.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# The Spark connector in Java (spark-connector/, format "tileflight-jvm"):
+# compiled against the jars of the venv's pyspark (Maven Central serves Spark
+# only up to 4.2.0), Arrow Flight's Java client fetched by Maven and shaded in.
+SPARK_JAR := spark-connector/target/tileflight-spark.jar
+SPARK_JARS = $(shell $(VPY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+$(SPARK_JAR): $(VENV)/.stamp spark-connector/pom.xml $(shell find spark-connector/src -type f 2>/dev/null)
+	cd spark-connector && mvn -q -B package -Dspark.jars="$(SPARK_JARS)" \
+	  -Dspark.version=$$($(abspath $(VPY)) -c 'import pyspark; print(pyspark.__version__)') \
+	  -Dscala.version=$$(basename "$(SPARK_JARS)"/scala-library-*.jar .jar | sed 's/scala-library-//')
+
+sparkjar: $(SPARK_JAR)

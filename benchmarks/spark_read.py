@@ -5,12 +5,18 @@ The array is written by the tiledb package and served by flightd; the same
 data (x, y, v) is exported to Parquet through the tileflight client. One
 SparkSession (local[2]) then times, in interleaved rounds:
 
-  tileflight    spark.read.format("tileflight") ... .load()   (x, y and v)
-  tileflight v  the same with .option("columns", "v")
-  parquet       spark.read.parquet(...)
+  tileflight      spark.read.format("tileflight") ... .load()   (the Python
+                  data source; x, y and v)
+  tileflight v    the same with .option("columns", "v")
+  tileflight-jvm  spark.read.format("tileflight-jvm") ... .load() (the JVM
+                  connector, spark-connector/: columns, filters and
+                  aggregates pushed by Spark itself)
+  parquet         spark.read.parquet(...)
 
-each with .count() and .agg(sum("v")). Ratios are parquet time / tileflight
-time per round (>= 1 means tileflight is at least as fast), medians.
+each with .count(), .agg(sum("v")) and .agg(sum(v + 0)) (an expression no
+source can push: every value of v is read into Spark). Ratios are parquet
+time / tileflight time per round (>= 1 means tileflight is at least as
+fast), medians.
 
 Usage: python benchmarks/spark_read.py --flightd bin/flightd [--rounds 5] [--out benchmarks/RESULTS.md]
 """
@@ -74,11 +80,12 @@ def main():
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (os.path.join(os.path.dirname(HERE), "python", "src"), os.environ.get("PYTHONPATH")) if p)
         from pyspark.sql import SparkSession, functions as F
+        from tileflight.spark import JVM_FORMAT, TileflightDataSource, jvm_jar
         spark = (SparkSession.builder.master("local[2]").appName("tileflight-bench")
                  .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+                 .config("spark.jars", jvm_jar())
                  .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        from tileflight.spark import TileflightDataSource
         spark.dataSource.register(TileflightDataSource)
 
         def tf(cols=None):
@@ -88,12 +95,14 @@ def main():
             return r.load()
 
         frames = {"tileflight": lambda: tf(), "tileflight v": lambda: tf("v"),
+                  "tileflight-jvm": lambda: spark.read.format(JVM_FORMAT).option("uri", url).option("array", NAME).load(),
                   "parquet": lambda: spark.read.parquet(parquet)}
         n = ROWS * COLS
         want_sum = float(n * (n - 1) // 2)  # v = x * COLS + y
         ops = {
             "count()": lambda df: df.count(),
             "sum(v)": lambda df: df.agg(F.sum("v")).collect()[0][0],
+            "sum(v + 0)": lambda df: df.agg(F.sum(F.col("v") + 0)).collect()[0][0],
         }
         # One warm-up of each (JIT, Python workers, page cache).
         for make in frames.values():
@@ -124,10 +133,12 @@ def main():
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared), Spark {pyspark.__version__} local[2], pyarrow {pa.__version__}.",
         "The 256 MiB dense float64 array above (4096 x 8192; columns x, y, v = 768 MiB as rows), "
-        "read by `tileflight.spark` from flightd, and the same x, y, v exported to one Parquet file "
+        "read from flightd by `tileflight.spark` (the Python data source, format `tileflight`) and by "
+        "the JVM connector (`spark-connector/`, format `tileflight-jvm`), and the same x, y, v exported to one Parquet file "
         "(snappy, 1 Mi-row groups). "
         f"{args.rounds} interleaved rounds after a warm-up; medians. Ratio = Parquet time / tileflight "
-        "time in the same round (>= 1: tileflight at least as fast).",
+        "time in the same round (>= 1: tileflight at least as fast). `sum(v + 0)` is an expression no "
+        "source can push: every value of v is read into Spark.",
         "",
         "| operation | source | seconds (median) | ratio vs Parquet (median) |",
         "| --- | --- | ---: | ---: |",

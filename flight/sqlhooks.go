@@ -10,6 +10,7 @@ package flight
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
@@ -138,4 +139,22 @@ func (p *putStream) Recv() (*aflight.FlightData, error) {
 		return f, nil
 	}
 	return p.FlightService_DoPutServer.Recv()
+}
+
+// CreateArray creates an array as the create_array action does (body: the
+// schema JSON with "array"), for bulk ingest's mode "create".
+func (s *Service) CreateArray(ctx context.Context, body []byte) error {
+	_, err := s.actCreate(ctx, body)
+	return err
+}
+
+// DropArray deletes an array as the drop_array action does (bulk ingest
+// removes an array it created when the write into it fails).
+func (s *Service) DropArray(ctx context.Context, name string) error {
+	b, err := json.Marshal(map[string]string{"array": name})
+	if err != nil {
+		return err
+	}
+	_, err = s.actDrop(ctx, b)
+	return err
 }

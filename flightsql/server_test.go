@@ -30,7 +30,7 @@ import (
 // fixture: a 10x10 dense array "dense" (v = 10*x + y, w = x*y as float32)
 // and a sparse array "g/pts" (k in 0..19 step 1, s = "s<k>", n nullable:
 // null for odd k).
-func serveSQL(t *testing.T) (*flightsql.Client, aflight.Client) {
+func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string), c aflight.Client)) (*flightsql.Client, aflight.Client) {
 	t.Helper()
 	ctx := context.Background()
 	st := storage.NewMem()
@@ -94,10 +94,14 @@ func serveSQL(t *testing.T) (*flightsql.Client, aflight.Client) {
 		}
 	}
 	put(t, c, `{"array":"g/pts"}`, b.NewRecordBatch())
+
+	for _, x := range extra {
+		x(t, mk, c)
+	}
 	return sc, c
 }
 
-func put(t *testing.T, c aflight.Client, cmd string, rec arrow.RecordBatch) {
+func put(t testing.TB, c aflight.Client, cmd string, rec arrow.RecordBatch) {
 	t.Helper()
 	defer rec.Release()
 	stream, err := c.DoPut(context.Background())
@@ -117,7 +121,7 @@ func put(t *testing.T, c aflight.Client, cmd string, rec arrow.RecordBatch) {
 }
 
 // rows runs a statement and renders its rows as strings, "|"-joined.
-func rows(t *testing.T, c *flightsql.Client, q string) ([]string, *arrow.Schema, error) {
+func rows(t testing.TB, c *flightsql.Client, q string) ([]string, *arrow.Schema, error) {
 	t.Helper()
 	ctx := context.Background()
 	info, err := c.Execute(ctx, q)

@@ -167,6 +167,9 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 	if err != nil {
 		return nil, engineErr(err)
 	}
+	if node, err = s.pushdown(sctx, node); err != nil {
+		return nil, engineErr(err)
+	}
 	c = &compiled{sctx: sctx, node: node}
 	if q, names, ok := scanOnly(sctx, node); ok {
 		sc, err := s.svc.QuerySchema(ctx, q)
@@ -400,13 +403,14 @@ func resultSchema(sc gms.Schema) *arrow.Schema {
 // run (pushed down) and the engine's plan above them.
 func explainLines(c *compiled) []string {
 	if c.scan != nil {
-		b, _ := c.scan.MarshalJSON()
-		return []string{"pushed down: the whole statement is one native scan", "scan " + string(b)}
+		return []string{"pushed down: the whole statement is one native scan", "scan " + queryJSON(c.scan)}
 	}
 	var out []string
 	var walk func(n gms.Node)
 	walk = func(n gms.Node) {
-		if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
+		if a, ok := n.(*nativeAgg); ok {
+			out = append(out, "pushed down: aggregates of "+strconv.Quote(a.t.path)+" answered by the reader: "+a.describe())
+		} else if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
 			out = append(out, "pushed down: "+t.describe(ranges, layout))
 		} else if ita, ok := n.(*plan.IndexedTableAccess); ok {
 			if t, ok := gms.GetUnderlyingTable(ita.UnderlyingTable()).(*table); ok {
@@ -470,6 +474,7 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 			if err != nil {
 				return err
 			}
+			scannedRows.Add(rec.NumRows())
 			out := arr.NewRecordBatch(c.schema, rec.Columns(), rec.NumRows())
 			rec.Release()
 			if err := send(out); err != nil {

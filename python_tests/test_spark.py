@@ -1,7 +1,8 @@
 """tileflight.spark: the Spark 4 data source, in local mode against the real
 daemon, checked against TileDB (the tiledb package).
 
-One SparkSession (local[2]) serves the whole module: starting one costs
+One SparkSession (local[2], the `spark` fixture of conftest.py) serves this
+module and test_spark_jvm.py: starting one costs
 10-40 s on the shared machine, so the tests share it and keep their arrays
 small."""
 
@@ -17,27 +18,6 @@ import tileflight
 from flightd_fixture import flightd, flightd_bin, running  # noqa: F401
 
 R, C = 400, 50
-
-
-@pytest.fixture(scope="session")
-def spark():
-    # Spark's Python workers must be this interpreter (the venv), which has tileflight.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from conftest import PYCLIENT_SRC
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PYCLIENT_SRC, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-    s = (SparkSession.builder.master("local[2]").appName("tileflight-tests")
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2")
-         .config("spark.sql.python.filterPushdown.enabled", "true")
-         .config("spark.driver.memory", "1g")
-         .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
-    from tileflight.spark import TileflightDataSource
-    s.dataSource.register(TileflightDataSource)
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

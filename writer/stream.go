@@ -191,11 +191,14 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 		return nil, err
 	}
 	layout := layoutOf(s)
-	if opt.CellTimestamps {
+	if opt.CellTimestamps || opt.DeleteMeta {
 		if dense {
-			return nil, invalidf("array %q: dense fragments carry no per-cell timestamps", dir)
+			return nil, invalidf("array %q: dense fragments carry no per-cell timestamps or delete metadata", dir)
 		}
-		s = withTimestamps(s)
+		if opt.DeleteMeta && !opt.CellTimestamps {
+			return nil, invalidf("array %q: delete metadata needs per-cell timestamps", dir)
+		}
+		s = withSpecials(s, opt.CellTimestamps, opt.DeleteMeta)
 	}
 	fields, err := newFields(s, !dense, opt.EncryptionKey)
 	if err != nil {
@@ -387,12 +390,16 @@ func (sw *SparseWriter) flush() error {
 	if err != nil {
 		return w.fail(err)
 	}
+	if w.opt.CellTimestamps {
+		newestFirst(sc, cs[fragmeta.TimestampsName])
+	}
 	if !w.s.AllowsDups && !w.opt.CellTimestamps {
 		if i := firstDup(sc); i >= 0 {
 			return w.fail(invalidf("array %q: duplicate coordinates %s (the array does not allow duplicates)", w.dir, coordString(w.s, cs, int(sc.perm[i]))))
 		}
 	}
 	fr := sparseFragment(w.s, w.layout, w.fields, cs, sc.perm, w.opt.Concurrency)
+	fr.processed = w.opt.ProcessedConditions
 	return w.addAsync(fr)
 }
 

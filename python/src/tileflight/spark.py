@@ -44,6 +44,20 @@ true``); the driver commits all tasks' fragments with one
 ``abort_fragments`` when any failed. The write is all or nothing. All
 fragments carry one timestamp, chosen on the driver (option ``timestamp``
 to choose it).
+
+The JVM connector (``spark-connector/``, built by ``make sparkjar``) is the
+fast path: a Spark DataSource V2 source in Java, format ``"tileflight-jvm"``,
+with the same options. It reads endpoints as columnar Arrow batches without
+a Python worker and pushes column pruning, filters, ``COUNT``/``SUM``/``MIN``/
+``MAX`` (no GROUP BY) and ``LIMIT`` into the daemon's query:
+
+>>> from tileflight.spark import JVM_FORMAT, jvm_jar
+>>> spark = SparkSession.builder.config("spark.jars", jvm_jar()).getOrCreate()
+>>> spark.read.format(JVM_FORMAT).option("uri", ...).option("array", "climate/temp").load()
+
+``"tileflight"`` is this module's Python data source (after
+``spark.dataSource.register``), ``"tileflight-jvm"`` the JVM connector; both
+read and append. Both can be used in one session.
 """
 
 from __future__ import annotations
@@ -67,7 +81,31 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from .client import Client, connect
 from .errors import TileflightError
 
-__all__ = ["TileflightDataSource", "spark_schema"]
+__all__ = ["JVM_FORMAT", "TileflightDataSource", "jvm_jar", "spark_schema"]
+
+#: The JVM connector's format name (``spark.read.format(JVM_FORMAT)``).
+JVM_FORMAT = "tileflight-jvm"
+
+
+def jvm_jar() -> str:
+    """The path of the JVM connector's jar, to put in ``spark.jars``.
+
+    ``$TILEFLIGHT_SPARK_JAR`` if set, else the jar ``make sparkjar`` builds in
+    this checkout (``spark-connector/target/tileflight-spark.jar``).
+    FileNotFoundError (saying how to build it) when there is none.
+    """
+    import os
+    env = os.environ.get("TILEFLIGHT_SPARK_JAR")
+    if env:
+        if not os.path.isfile(env):
+            raise FileNotFoundError(f"TILEFLIGHT_SPARK_JAR={env}: no such file")
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    jar = os.path.normpath(os.path.join(here, "..", "..", "..", "spark-connector", "target", "tileflight-spark.jar"))
+    if not os.path.isfile(jar):
+        raise FileNotFoundError(f"{jar} is missing: build it with `make sparkjar` in the tileflight checkout "
+                                "(or set TILEFLIGHT_SPARK_JAR to the jar's path)")
+    return jar
 
 
 # -- schema -------------------------------------------------------------------------
