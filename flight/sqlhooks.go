@@ -75,6 +75,23 @@ func (s *Service) OpenQuery(ctx context.Context, q *query.Query) (BatchStream, e
 	return s.openStream(ctx, q)
 }
 
+// PartitionQuery splits q into the disjoint queries that GetFlightInfo
+// would give its endpoints (one per part of the result, more in a
+// cluster), and says whether their results concatenate in q's order.
+func (s *Service) PartitionQuery(ctx context.Context, q *query.Query) (parts []*query.Query, ordered bool, err error) {
+	_, parts, _, err = s.partition(ctx, q)
+	return parts, q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault, err
+}
+
+// AssignLocations gives endpoints the cluster's nodes as locations, as
+// GetFlightInfo does (the preferred node first); outside a cluster it
+// leaves them without, meaning "this server".
+func (s *Service) AssignLocations(eps []*aflight.FlightEndpoint) {
+	if s.cfg.Cluster != nil {
+		s.cfg.Cluster.assign(eps)
+	}
+}
+
 // QuerySchema is the Arrow schema DoGet would stream for q.
 func (s *Service) QuerySchema(ctx context.Context, q *query.Query) (*arrow.Schema, error) {
 	return s.resultSchema(ctx, q)

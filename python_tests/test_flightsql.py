@@ -667,19 +667,10 @@ import shutil  # noqa: E402
 import subprocess  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JDBC_DIR = os.path.join(HERE, "jdbc")
-JDBC_JAR = os.path.join(JDBC_DIR, "target", "jdbccheck.jar")
-JDBC_DRIVER = os.path.join(JDBC_DIR, "target", "dependency", "flight-sql-jdbc-driver-18.3.0.jar")
-JAVA_OPTS = ["--add-opens=java.base/java.nio=ALL-UNNAMED"]
-
-
-@pytest.fixture(scope="module")
-def jdbc_jars():
-    """The JdbcCheck program and the driver (`make jdbc` builds them; built
-    here with Maven when missing, fetching the driver from Maven Central)."""
-    if not (os.path.exists(JDBC_JAR) and os.path.exists(JDBC_DRIVER)):
-        subprocess.run(["mvn", "-q", "-B", "package"], cwd=JDBC_DIR, check=True, timeout=900)
-    return JDBC_JAR, JDBC_DRIVER
+# The JDBC check program and driver come from conftest.py's jdbc_jars
+# fixture (shared with the Spark session, which puts the driver on its
+# classpath).
+from conftest import JAVA_OPTS  # noqa: E402
 
 
 def _jdbc_url(daemon):
@@ -722,30 +713,20 @@ def test_jdbc_driver(env, jdbc_jars):
     assert facts["query6"].startswith("ERROR") and "position" in facts["query6"], facts["query6"]
 
 
-def test_spark_jdbc_source(env, jdbc_jars):
+def test_spark_jdbc_source(env, spark):
     """Spark reads an array through spark.read.jdbc with the Flight SQL
-    driver (local mode, one task); Spark's pushed WHERE lands as SQL."""
-    pyspark = pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
+    driver (the shared local SparkSession of conftest.py, which has the
+    driver on its classpath); Spark's pushed WHERE lands as SQL."""
     conn, duck, daemon = env
     if not shutil.which("java"):
         pytest.fail("Java is needed for Spark")
-    spark = (SparkSession.builder.master("local[1]").appName("tileflight-jdbc")
-             .config("spark.jars", jdbc_jars[1])
-             .config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .getOrCreate())
-    try:
-        props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
-        df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
-        assert df.columns == ["k", "t", "s", "n", "val"]
-        # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
-        got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
-        want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
-        assert got == want and len(want) > 10
-    finally:
-        spark.stop()
+    props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
+    df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
+    assert df.columns == ["k", "t", "s", "n", "val"]
+    # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
+    got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
+    want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
+    assert got == want and len(want) > 10
 
 
 def test_tokens(env, flightd_bin):  # noqa: F811
