@@ -23,7 +23,9 @@ import (
 // Memory: the buffered input (up to MaxFragmentBytes, plus the batch that
 // crossed it), and while a fragment is written about as much again for
 // the cells in global order, 12 bytes per cell of sort keys, and the
-// filtered tiles of that fragment.
+// filtered tiles of that fragment. Dense writes of fixed-size attributes
+// do not buffer: their tiles are filtered as the cells arrive
+// (densepipe.go).
 
 // buffer holds validated input batches until they make a fragment.
 type buffer struct {

@@ -113,7 +113,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
 	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")
-	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory)")
+	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory; a dense DoPut of fixed-size attributes, filtered tile by tile as cells arrive, holds about 1x this of input)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
