@@ -30,6 +30,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,6 +71,10 @@ def main():
     root = args.data or tempfile.mkdtemp(prefix="tileflight-spark-bench-")
     make_array(root)
     fd, url = start_flightd(args.flightd, root)
+    # start_flightd stops reading the daemon's stderr at its URL line; the access log
+    # then fills the pipe and the daemon blocks writing it (a hang in round 3 of a
+    # 4-source run). Drain it for the whole run.
+    threading.Thread(target=lambda: [None for _ in fd.stderr], daemon=True).start()
     try:
         client = tileflight.connect(url)
         parquet = os.path.join(root, "dense.parquet")
