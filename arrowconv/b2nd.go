@@ -24,6 +24,16 @@ const B2NDDtypeKey = "b2nd.dtype"
 // B2NDType is the Arrow type of a .b2nd dtype field, and whether its
 // values may be null (NaT datetimes and timedeltas).
 func B2NDType(f b2nd.Field) (arrow.DataType, bool, error) {
+	if f.Count > 0 {
+		// A subarray field: fixed_size_list of its elements (C order).
+		e := f
+		e.Count, e.Shape, e.Size = 0, nil, f.ElemSize()
+		t, _, err := B2NDType(e)
+		if err != nil {
+			return nil, false, err
+		}
+		return arrow.FixedSizeListOfNonNullable(int32(f.Count), t), false, nil
+	}
 	switch f.Kind {
 	case 'b':
 		return arrow.FixedWidthTypes.Boolean, false, nil
@@ -121,6 +131,18 @@ func B2NDColumn(f b2nd.Field, buf []byte, n int) (arrow.Array, error) {
 		return nil, err
 	}
 	buf = buf[:n*f.Size]
+	if f.Count > 0 {
+		// A subarray field (bool, integers, floats): the elements of the n
+		// values back to back are the list's child.
+		e := f
+		e.Count, e.Shape, e.Size = 0, nil, f.ElemSize()
+		child, err := B2NDColumn(e, buf, n*f.Count)
+		if err != nil {
+			return nil, err
+		}
+		defer child.Release()
+		return arrowarray.MakeFromData(arrowarray.NewData(t, n, []*memory.Buffer{nil}, []arrow.ArrayData{child.Data()}, 0, 0)), nil
+	}
 	if f.Big {
 		switch f.Kind {
 		case 'i', 'u', 'f', 'M', 'm':

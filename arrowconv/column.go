@@ -367,6 +367,16 @@ func buildDict(f Field, data []byte, bitmap *memory.Buffer, nulls, n int) (arrow
 		default:
 			v = binary.LittleEndian.Uint64(data[8*i:])
 		}
+		if v >= limit && f.Enumeration.HasFill && v == uint64(f.Enumeration.FillIndex) {
+			// The fill index of a dense cell: null, index kept.
+			if bitmap == nil {
+				bitmap = memory.NewBufferBytes(make([]byte, bitmapLen(n)))
+				setAll(bitmap.Bytes(), n)
+			}
+			bitClear(bitmap.Bytes(), i)
+			nulls++
+			continue
+		}
 		if v >= limit { // negative values wrap to huge ones
 			return nil, fmt.Errorf("field %q: cell %d: enumeration index %d outside %q's %d values: %w",
 				f.Name, i, int64(v), f.Enumeration.Name, limit, ErrCorrupt)

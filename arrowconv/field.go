@@ -103,6 +103,14 @@ type Enumeration struct {
 	Ordered    bool
 	Data       []byte
 	Offsets    []byte
+	// HasFill makes cells holding FillIndex (the attribute's fill value,
+	// which a dense read returns for cells no fragment wrote and for cells
+	// failing a filter) come back null when the enumeration has no value
+	// at that index: TileDB returns the raw index and no value. The index
+	// stays in the indices buffer; the column is declared nullable. Any
+	// other index outside the enumeration is corruption.
+	HasFill   bool
+	FillIndex int64
 
 	once  sync.Once
 	dict  arrow.Array
@@ -313,7 +321,7 @@ func ArrowField(f Field) (arrow.Field, error) {
 	return arrow.Field{
 		Name:     f.Name,
 		Type:     t,
-		Nullable: f.Nullable && f.Role == Attribute,
+		Nullable: (f.Nullable || f.Enumeration != nil && f.Enumeration.HasFill) && f.Role == Attribute,
 		Metadata: arrow.NewMetadata(keys, vals),
 	}, nil
 }

@@ -303,6 +303,94 @@ func (a *Array) ReadChunk(ctx context.Context, n int64) (*chunk.Chunk, error) {
 	return c, nil
 }
 
+// ReadChunkHead reads the head of chunk n (header, block starts,
+// dictionary: see chunk.ParseHead) when the chunk lies in a contiguous
+// frame, so that the caller then reads only the blocks it needs with
+// ReadChunkBytes; an sframe chunk (one object each) and special chunks are
+// read whole, as ReadChunk does.
+func (a *Array) ReadChunkHead(ctx context.Context, n int64) (*chunk.Chunk, error) {
+	if a.Sparse || n < 0 || n >= int64(len(a.Offsets)) || a.Offsets[n].Special() != 0 {
+		return a.ReadChunk(ctx, n)
+	}
+	o := int64(a.Offsets[n])
+	pos := int64(a.Header.HeaderLen) + o
+	stored := a.chunkEnd[n] - o
+	want := int64(chunk.HeadLen(a.ChunkNBytes(), a.BlockNBytes()))
+	var c *chunk.Chunk
+	for try := 0; ; try++ {
+		b, err := a.Store.GetRange(ctx, a.Name, pos, min(want, stored))
+		if err != nil {
+			return nil, a.ChunkErr(n, err)
+		}
+		var need int
+		c, need, err = chunk.ParseHead(b, a.ChunkNBytes())
+		if err != nil {
+			return nil, a.ChunkErr(n, err)
+		}
+		if c != nil {
+			break
+		}
+		if int64(need) <= int64(len(b)) || int64(need) > stored || try == 3 {
+			return nil, a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "truncated: its head needs %d bytes, %d stored", need, stored))
+		}
+		want = int64(need)
+	}
+	if int64(c.CBytes) > stored {
+		c.Close()
+		return nil, a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "truncated: cbytes %d but %d bytes stored", c.CBytes, stored))
+	}
+	if err := c.Validate(); err != nil {
+		c.Close()
+		return nil, a.ChunkErr(n, err)
+	}
+	return c, nil
+}
+
+// MapFrame maps a contiguous frame's file into memory when its store can
+// (storage.Mapper) and the file still has the size the array was opened
+// with; ok is false otherwise (read with ReadChunkBytes then). Reads of a
+// mapping fault if another program truncates the file meanwhile: the
+// reader turns that into an error (see reader's use).
+func (a *Array) MapFrame(ctx context.Context) (data []byte, unmap func() error, ok bool) {
+	m, isMapper := a.Store.(storage.Mapper)
+	if a.Sparse || !isMapper {
+		return nil, nil, false
+	}
+	data, unmap, err := m.Map(ctx, a.Name)
+	if err != nil {
+		return nil, nil, false
+	}
+	if int64(len(data)) != a.Size {
+		unmap()
+		return nil, nil, false
+	}
+	return data, unmap, true
+}
+
+// ChunkPos is where stored chunk n of a contiguous frame starts in its
+// file, and how many bytes it may hold.
+func (a *Array) ChunkPos(n int64) (pos, size int64) {
+	o := int64(a.Offsets[n])
+	return int64(a.Header.HeaderLen) + o, a.chunkEnd[n] - o
+}
+
+// ReadChunkBytes reads the bytes [off, end) of chunk n (a range
+// BlockRange names in the chunk ReadChunkHead returned) into dst, which
+// must hold end-off bytes.
+func (a *Array) ReadChunkBytes(ctx context.Context, n int64, off, end int, dst []byte) error {
+	if off < 0 || end < off || len(dst) != end-off || n < 0 || n >= int64(len(a.Offsets)) || a.Sparse || a.Offsets[n].Special() != 0 {
+		return a.ChunkErr(n, fmt.Errorf("no stored bytes [%d, %d)", off, end))
+	}
+	o := int64(a.Offsets[n])
+	if int64(end) > a.chunkEnd[n]-o {
+		return a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "truncated: bytes up to %d of a chunk of %d", end, a.chunkEnd[n]-o))
+	}
+	if err := storage.ReadRange(ctx, a.Store, a.Name, int64(a.Header.HeaderLen)+o+int64(off), dst); err != nil {
+		return a.ChunkErr(n, err)
+	}
+	return nil
+}
+
 // VLMetaValues decodes every vlmetalayer to its raw (msgpack) bytes.
 func (a *Array) VLMetaValues() (map[string][]byte, error) {
 	out := map[string][]byte{}

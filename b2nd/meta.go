@@ -128,6 +128,20 @@ type Field struct {
 	Big    bool   // big-endian
 	Unit   string // datetime/timedelta unit ("s", "ms", "D", ...)
 	Dtype  string // the NumPy dtype string
+	// Shape, for a subarray field ("('v', '<f4', (2, 3))"), is the
+	// subarray's shape and Count its element count: Kind is then the
+	// element's kind and Size the bytes of all Count elements.
+	Shape []int64
+	Count int
+}
+
+// ElemSize is the bytes of one element of f (of f itself when it is not
+// a subarray).
+func (f *Field) ElemSize() int {
+	if f.Count > 0 {
+		return f.Size / f.Count
+	}
+	return f.Size
 }
 
 // Dtype is a parsed NumPy dtype.
@@ -144,32 +158,26 @@ type Dtype struct {
 func ParseDtype(s string) (*Dtype, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "[") {
-		fs, err := parseDescr(s)
+		v, rest, err := parsePyValue(s, 0)
+		if err == nil && strings.TrimSpace(rest) != "" {
+			err = fmt.Errorf("trailing %q", rest)
+		}
 		if err != nil {
 			return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: %v", s, err)
 		}
 		d := &Dtype{Str: s, Structured: true}
-		for _, f := range fs {
-			if f[0] == "" {
-				// numpy pads with unnamed void fields: skip their bytes.
-				pf, err := parseTypeStr(f[1])
-				if err != nil {
-					return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: %v", s, err)
-				}
-				d.ItemSize += pf.Size
-				continue
-			}
-			pf, err := parseTypeStr(f[1])
-			if err != nil {
-				return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: field %q: %v", s, f[0], err)
-			}
-			pf.Name = f[0]
-			pf.Offset = d.ItemSize
-			d.ItemSize += pf.Size
-			d.Fields = append(d.Fields, pf)
+		if err := d.addFields(v, ""); err != nil {
+			return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: %v", s, err)
 		}
 		if len(d.Fields) == 0 {
 			return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: no fields", s)
+		}
+		seen := map[string]bool{}
+		for _, f := range d.Fields {
+			if seen[f.Name] {
+				return nil, errkind.Errorf(errkind.Unimplemented, "dtype %q: two fields flatten to %q", s, f.Name)
+			}
+			seen[f.Name] = true
 		}
 		return d, nil
 	}
@@ -252,53 +260,153 @@ func parseTypeStr(s string) (Field, error) {
 	return f, nil
 }
 
-// parseDescr parses "[('a', '<i4'), ('b', '>f8')]" into name/type pairs.
-// Fields with a subarray shape or a nested structure are not supported.
-func parseDescr(s string) ([][2]string, error) {
-	s = strings.TrimSpace(s)
-	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
-		return nil, fmt.Errorf("not a list")
+// addFields appends the fields of a structured dtype's descr (a list of
+// (name, type) and (name, type, shape) tuples, a type being a type string
+// or a nested descr) to d. A nested structure is flattened into its
+// leaves, named "outer.inner" (DESIGN section 6: one attribute per field);
+// a subarray field stays one field whose values are fixed-size lists.
+// Unnamed fields are numpy's padding: their bytes are skipped.
+func (d *Dtype) addFields(v any, prefix string) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("a descr is a list, got %T", v)
 	}
-	body := s[1 : len(s)-1]
-	var out [][2]string
-	for {
-		body = strings.TrimLeft(body, " ,")
-		if body == "" {
-			break
+	for _, e := range list {
+		tup, ok := e.(pyTuple)
+		if !ok || len(tup) < 2 || len(tup) > 3 {
+			return fmt.Errorf("a field is a (name, type[, shape]) tuple, got %v", e)
 		}
-		if body[0] != '(' {
-			return nil, fmt.Errorf("want a tuple at %q", body)
+		name, ok := tup[0].(string)
+		if !ok {
+			return fmt.Errorf("field name %v (titled fields are not supported)", tup[0])
 		}
-		end := strings.IndexByte(body, ')')
-		if end < 0 {
-			return nil, fmt.Errorf("unclosed tuple")
+		count := int64(1)
+		var shape []int64
+		if len(tup) == 3 {
+			sh, ok := tup[2].(pyTuple)
+			if !ok {
+				return fmt.Errorf("field %q: shape %v", name, tup[2])
+			}
+			for _, x := range sh {
+				n, ok := x.(int64)
+				if !ok || n < 0 || n > 1<<20 || count*max(n, 1) > 1<<20 {
+					return fmt.Errorf("field %q: shape %v", name, tup[2])
+				}
+				shape = append(shape, n)
+				count *= n
+			}
 		}
-		tup := body[1:end]
-		body = body[end+1:]
-		if strings.ContainsAny(tup, "(") {
-			return nil, fmt.Errorf("nested or subarray fields are not supported")
+		full := prefix + name
+		switch t := tup[1].(type) {
+		case []any:
+			if name == "" {
+				return fmt.Errorf("an unnamed nested field")
+			}
+			if shape != nil {
+				return fmt.Errorf("field %q: a subarray of structures is not supported", full)
+			}
+			if err := d.addFields(t, full+"."); err != nil {
+				return err
+			}
+		case string:
+			f, err := parseTypeStr(t)
+			if err != nil {
+				return fmt.Errorf("field %q: %v", full, err)
+			}
+			if name == "" {
+				d.ItemSize += f.Size * int(count)
+				continue
+			}
+			f.Name, f.Offset = full, d.ItemSize
+			if shape != nil {
+				switch f.Kind {
+				case 'b', 'i', 'u', 'f':
+				default:
+					return fmt.Errorf("field %q: subarrays of %s are not supported (bool, integers and floats are)", full, t)
+				}
+				if count == 0 {
+					return fmt.Errorf("field %q: an empty subarray", full)
+				}
+				f.Shape, f.Count = shape, int(count)
+				f.Dtype = fmt.Sprintf("(%s, %v)", t, shape)
+				f.Size *= int(count)
+			}
+			d.ItemSize += f.Size
+			d.Fields = append(d.Fields, f)
+		default:
+			return fmt.Errorf("field %q: type %v", full, tup[1])
 		}
-		parts := strings.Split(tup, ",")
-		if len(parts) < 2 || (len(parts) == 3 && strings.TrimSpace(parts[2]) != "") || len(parts) > 3 {
-			return nil, fmt.Errorf("field tuple %q", tup)
-		}
-		name, err := pyStr(parts[0])
-		if err != nil {
-			return nil, err
-		}
-		typ, err := pyStr(parts[1])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, [2]string{name, typ})
 	}
-	return out, nil
+	return nil
 }
 
-func pyStr(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if len(s) < 2 || (s[0] != '\'' && s[0] != '"') || s[len(s)-1] != s[0] {
-		return "", fmt.Errorf("want a quoted string, got %q", s)
+// pyTuple is a parsed Python tuple.
+type pyTuple []any
+
+// parsePyValue parses the Python literal at s[i:] that a numpy descr repr
+// holds: a list, a tuple, a quoted string or an integer. It returns the
+// value and what follows it.
+func parsePyValue(s string, depth int) (any, string, error) {
+	if depth > 32 {
+		return nil, "", fmt.Errorf("nested too deep")
 	}
-	return s[1 : len(s)-1], nil
+	s = strings.TrimLeft(s, " ")
+	if s == "" {
+		return nil, "", fmt.Errorf("unexpected end")
+	}
+	switch c := s[0]; {
+	case c == '[' || c == '(':
+		closing := byte(']')
+		if c == '(' {
+			closing = ')'
+		}
+		var items []any
+		s = s[1:]
+		for {
+			s = strings.TrimLeft(s, " ")
+			if s == "" {
+				return nil, "", fmt.Errorf("unclosed %c", c)
+			}
+			if s[0] == closing {
+				s = s[1:]
+				break
+			}
+			v, rest, err := parsePyValue(s, depth+1)
+			if err != nil {
+				return nil, "", err
+			}
+			items = append(items, v)
+			rest = strings.TrimLeft(rest, " ")
+			if rest != "" && rest[0] == ',' {
+				rest = rest[1:]
+			} else if rest == "" || rest[0] != closing {
+				return nil, "", fmt.Errorf("want , or %c at %q", closing, rest)
+			}
+			s = rest
+		}
+		if c == '(' {
+			return pyTuple(items), s, nil
+		}
+		if items == nil {
+			items = []any{}
+		}
+		return items, s, nil
+	case c == '\'' || c == '"':
+		end := strings.IndexByte(s[1:], c)
+		if end < 0 {
+			return nil, "", fmt.Errorf("unclosed string")
+		}
+		return s[1 : 1+end], s[2+end:], nil
+	case c >= '0' && c <= '9':
+		k := 0
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		n, err := strconv.ParseInt(s[:k], 10, 64)
+		if err != nil {
+			return nil, "", err
+		}
+		return n, s[k:], nil
+	}
+	return nil, "", fmt.Errorf("unexpected %q", s)
 }

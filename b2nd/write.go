@@ -21,6 +21,8 @@ type CreateOptions struct {
 	Filters               [6]uint8
 	FiltersMeta           [6]uint8
 	Sparse                bool
+	// UseDict compresses each chunk with a dictionary (zstd only).
+	UseDict bool
 }
 
 // Create writes a new array whose chunks are all special zero chunks (as
@@ -30,15 +32,18 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 	if err != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: %v", name, err)
 	}
-	if dt.ItemSize > 255 {
-		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: items of %d bytes (more than 255) are not written", name, dt.ItemSize)
+	if o.UseDict && o.Codec != chunk.CodecZstd {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: use_dict is written for the zstd codec only", name)
 	}
 	nd := len(o.Shape)
 	if nd == 0 || nd > MaxDims || len(o.Chunks) != nd || len(o.Blocks) != nd {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: shape, chunks and blocks need the same 1 to %d dimensions", name, MaxDims)
 	}
 	for i := range o.Shape {
-		if o.Shape[i] < 0 || o.Chunks[i] <= 0 || o.Blocks[i] <= 0 || o.Blocks[i] > o.Chunks[i] {
+		// A dimension of size 0 may have chunks and blocks of 0 (what
+		// python-blosc2 picks for it).
+		zero := o.Shape[i] == 0 && o.Chunks[i] == 0 && o.Blocks[i] == 0
+		if !zero && (o.Shape[i] < 0 || o.Chunks[i] <= 0 || o.Blocks[i] <= 0 || o.Blocks[i] > o.Chunks[i]) {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: dimension %d: shape %d, chunks %d, blocks %d (want 0 < blocks <= chunks)", name, i, o.Shape[i], o.Chunks[i], o.Blocks[i])
 		}
 	}
@@ -55,9 +60,13 @@ func Create(ctx context.Context, st storage.Store, name string, o CreateOptions)
 	m := &Meta{Version: 0, Shape: o.Shape, ChunkShape: o.Chunks, BlockShape: o.Blocks, Dtype: o.Dtype}
 	h := &frame.Header{Type: frame.Contiguous, Codec: o.Codec, CLevel: o.CLevel, SplitMode: chunk.AutoSplit,
 		Typesize: dt.ItemSize, BlockSize: g.BlockNBytes(), ChunkSize: g.ChunkNBytes(), NThreadsC: 1, NThreadsD: 1,
-		Filters: o.Filters, FiltersMeta: o.FiltersMeta, Metalayers: []frame.Meta{{Name: "b2nd", Content: m.Encode()}}}
+		Filters: o.Filters, FiltersMeta: o.FiltersMeta, UseDict: o.UseDict, Metalayers: []frame.Meta{{Name: "b2nd", Content: m.Encode()}}}
 	if o.Sparse {
 		h.Type = frame.Sparse
+	}
+	if g.NChunks == 0 {
+		// python-blosc2 stores block and chunk sizes of 0 for an empty array.
+		h.BlockSize, h.ChunkSize = 0, 0
 	}
 	a := &Array{Store: st, Name: name, Sparse: o.Sparse, Header: h, Meta: m, Dtype: dt, Geometry: g}
 	a.Offsets = make([]frame.Offset, g.NChunks)
@@ -105,7 +114,6 @@ func (a *Array) Write(ctx context.Context, box Box, data []byte) error {
 	newChunks := map[int64][]byte{}
 	cc := append([]int64(nil), lo...)
 	p := a.Header.Params()
-	p.Typesize = a.ItemSize
 	p.BlockSize = a.BlockNBytes()
 	buf := make([]byte, a.ChunkNBytes())
 	for {
@@ -258,6 +266,9 @@ func (a *Array) commit(ctx context.Context, newChunks map[int64][]byte, vl []fra
 		if err != nil {
 			return err
 		}
+		if len(offs) == 0 {
+			idx = nil
+		}
 		head, err := frame.EncodeHeader(&h, 0)
 		if err != nil {
 			return err
@@ -299,6 +310,11 @@ func (a *Array) commit(ctx context.Context, newChunks map[int64][]byte, vl []fra
 	idx, err := frame.EncodeOffsets(offs)
 	if err != nil {
 		return err
+	}
+	if len(offs) == 0 {
+		// An empty array (a dimension of size 0) has no offsets chunk, as
+		// c-blosc2 writes it (it refuses to open one that has).
+		idx = nil
 	}
 	head, err := frame.EncodeHeader(&h, 0)
 	if err != nil {

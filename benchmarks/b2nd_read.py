@@ -11,7 +11,15 @@ Each round runs the four measurements side by side; the result is the
 median over rounds of the per-round ratios (the machine is shared and
 noisy, so absolute times from different moments do not compare).
 
-Usage: python benchmarks/b2nd_read.py --flightd bin/flightd [--rounds 7] [--append benchmarks/RESULTS.md]
+With --baseline OTHER_FLIGHTD (e.g. a build of an older commit), a second
+daemon is measured in the same rounds, as a before/after of a change.
+
+The box is the same cells every round and nothing caches decoded data
+(flightd recycles buffers, not contents): each DoGet reads the frame's
+index, reads and decompresses every block the box touches, as
+`blosc2.open(path)[box]` does.
+
+Usage: python benchmarks/b2nd_read.py --flightd bin/flightd [--rounds 7] [--baseline /tmp/flightd-old] [--append benchmarks/RESULTS.md]
 """
 
 import argparse
@@ -74,9 +82,13 @@ def run(args):
     r1, c1 = r0 + ROWS // 10, c0 + COLS // 10
     box_cells = (r1 - r0) * (c1 - c0)
     fd, url = start_flightd(args.flightd, root)
+    base = None
+    if args.baseline:
+        base, burl = start_flightd(args.baseline, root)
     rounds = []
     try:
         c = fl.connect(url)
+        cb = fl.connect(burl) if base else None
         whole_t = fl.Ticket(json.dumps({"array": NAME, "columns": ["value"]}).encode())
         box_t = fl.Ticket(json.dumps({"array": NAME, "columns": ["value"],
                                       "subarray": {"dim0": [[r0, r1 - 1]], "dim1": [[c0, c1 - 1]]}}).encode())
@@ -87,6 +99,9 @@ def run(args):
         assert np.array_equal(t.column("value").to_numpy(), ref.reshape(-1))
         tb = c.do_get(box_t).read_all()
         assert np.array_equal(tb.column("value").to_numpy(), ref[r0:r1, c0:c1].reshape(-1))
+        if cb:
+            assert np.array_equal(cb.do_get(box_t).read_all().column("value").to_numpy(), ref[r0:r1, c0:c1].reshape(-1))
+            cb.do_get(whole_t).read_all()
         del ref, t, tb
         for _ in range(args.rounds):
             r = {}
@@ -100,11 +115,21 @@ def run(args):
             assert v.size == box_cells
             r["flightd box"], t = timed(lambda: c.do_get(box_t).read_all())
             assert t.num_rows == box_cells
+            if cb:
+                r["baseline whole"], t = timed(lambda: cb.do_get(whole_t).read_all())
+                assert t.num_rows == ROWS * COLS
+                del t
+                r["baseline box"], t = timed(lambda: cb.do_get(box_t).read_all())
+                assert t.num_rows == box_cells
             rounds.append(r)
         c.close()
+        if cb:
+            cb.close()
     finally:
-        fd.send_signal(signal.SIGTERM)
-        fd.wait(30)
+        for p in (fd, base):
+            if p:
+                p.send_signal(signal.SIGTERM)
+                p.wait(30)
     if not args.data:
         shutil.rmtree(root, ignore_errors=True)
     whole = statistics.median(r["blosc2 whole"] / r["flightd whole"] for r in rounds)
@@ -126,6 +151,15 @@ def run(args):
         "| --- | ---: | ---: |",
         f"| whole array | {whole:.2f}x | {med['flightd whole']:.3f} / {med['blosc2 whole']:.3f} |",
         f"| 1 % box | {box:.2f}x | {med['flightd box']:.4f} / {med['blosc2 box']:.4f} |",
+    ]
+    if args.baseline:
+        bw = statistics.median(r["blosc2 whole"] / r["baseline whole"] for r in rounds)
+        bb = statistics.median(r["blosc2 box"] / r["baseline box"] for r in rounds)
+        lines += [
+            f"| whole array, baseline `{args.baseline_label or args.baseline}` | {bw:.2f}x | {med['baseline whole']:.3f} / {med['blosc2 whole']:.3f} |",
+            f"| 1 % box, baseline `{args.baseline_label or args.baseline}` | {bb:.2f}x | {med['baseline box']:.4f} / {med['blosc2 box']:.4f} |",
+        ]
+    lines += [
         "",
         "Targets: whole >= 0.8x blosc2 in-process; 1 % box faster than blosc2 in-process open + slice.",
         "",
@@ -142,6 +176,8 @@ def main():
     ap.add_argument("--flightd", default="bin/flightd")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--append")
+    ap.add_argument("--baseline", help="another flightd binary measured in the same rounds (before/after)")
+    ap.add_argument("--baseline-label", help="how the results name the baseline (default: its path)")
     ap.add_argument("--data", help="keep the benchmark array here (default: a temporary directory)")
     run(ap.parse_args())
 

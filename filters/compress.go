@@ -2,6 +2,7 @@ package filters
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tileflight/tileflight/filters/stage"
 	"github.com/tileflight/tileflight/format/datatype"
@@ -100,7 +101,20 @@ func (s *compStage) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 	for _, p := range in.Data {
 		total += len(p)
 	}
-	out := make([]byte, 0, total/2+64)
+	// The parts are compressed into pooled scratch and the result copied
+	// out at its exact size: a chunk's output lives until its whole tile
+	// is filtered, and sizing it from the input (zstd-1 floats shrink
+	// tenfold) would allocate several times the output per tile.
+	sp, _ := forwardScratch.Get().(*[]byte)
+	if sp == nil {
+		sp = new([]byte)
+	}
+	defer forwardScratch.Put(sp)
+	out := (*sp)[:0]
+	if cap(out) < total/2+64 {
+		out = make([]byte, 0, total/2+64)
+	}
+	defer func() { *sp = out[:0] }()
 	for _, parts := range [2][][]byte{in.Meta, in.Data} {
 		for _, p := range parts {
 			if uint64(len(p)) > 0xFFFFFFFF {
@@ -119,8 +133,11 @@ func (s *compStage) Forward(ctx *stage.Context, in stage.Buffers) (stage.Buffers
 			hdr.Uint32(uint32(len(out) - start))
 		}
 	}
-	return stage.Buffers{Meta: [][]byte{hdr.Bytes()}, Data: [][]byte{out}}, nil
+	return stage.Buffers{Meta: [][]byte{hdr.Bytes()}, Data: [][]byte{append(make([]byte, 0, len(out)), out...)}}, nil
 }
+
+// forwardScratch holds compression output buffers for Forward.
+var forwardScratch sync.Pool
 
 // Reverse implements stage.Stage.
 func (s *compStage) Reverse(ctx *stage.Context, in stage.Buffers) (stage.Buffers, error) {

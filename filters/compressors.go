@@ -59,12 +59,26 @@ func newGzip(level int32) (codec, error) {
 	return gzipCodec{level: int(level)}, nil
 }
 
-var zlibWriters [11]sync.Pool // by level+1
+// zlibWriters keeps a few idle writers per level (level+1). A free list,
+// not a sync.Pool: a writer is about a megabyte to build, and a pool is
+// emptied by every garbage collection, which a large write triggers
+// often, while fragment metadata compresses a dozen small generic tiles.
+var zlibWriters [11]chan *zlib.Writer
+
+func init() {
+	for i := range zlibWriters {
+		zlibWriters[i] = make(chan *zlib.Writer, 4)
+	}
+}
 
 func (g gzipCodec) compress(dst, src []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
-	pool := &zlibWriters[g.level+1]
-	zw, _ := pool.Get().(*zlib.Writer)
+	free := zlibWriters[g.level+1]
+	var zw *zlib.Writer
+	select {
+	case zw = <-free:
+	default:
+	}
 	if zw == nil {
 		var err error
 		if zw, err = zlib.NewWriterLevel(buf, g.level); err != nil {
@@ -79,7 +93,10 @@ func (g gzipCodec) compress(dst, src []byte) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return dst, err
 	}
-	pool.Put(zw)
+	select {
+	case free <- zw:
+	default:
+	}
 	return buf.Bytes(), nil
 }
 

@@ -70,28 +70,9 @@ type b2ndCreate struct {
 	Filters     []string          `json:"filters"`
 	FiltersMeta []int             `json:"filters_meta"`
 	Contiguous  *bool             `json:"contiguous"`
+	UseDict     bool              `json:"use_dict"`
 	Meta        map[string]any    `json:"vlmeta"`
 	Extra       map[string]string `json:"-"`
-}
-
-// defaultShape picks chunks (about 8 MiB at most) or blocks (about 256 KiB)
-// by halving the largest dimension of within until the bytes fit.
-func defaultShape(within []int64, itemsize int, maxBytes int64) []int64 {
-	out := append([]int64(nil), within...)
-	for {
-		n := int64(itemsize)
-		big := 0
-		for i, v := range out {
-			n *= max(v, 1)
-			if out[i] > out[big] {
-				big = i
-			}
-		}
-		if n <= maxBytes || out[big] <= 1 {
-			return out
-		}
-		out[big] = (out[big] + 1) / 2
-	}
 }
 
 func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any, error) {
@@ -117,14 +98,11 @@ func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any
 	}
 	o := b2nd.CreateOptions{Shape: c.Shape, Chunks: c.Chunks, Blocks: c.Blocks, Dtype: c.Dtype, Codec: chunk.CodecZstd, CLevel: 5}
 	o.Filters[5] = chunk.FilterShuffle
-	if o.Chunks == nil {
-		o.Chunks = defaultShape(c.Shape, dt.ItemSize, 8<<20)
-		for i := range o.Chunks {
-			o.Chunks[i] = max(o.Chunks[i], 1)
+	if o.Chunks == nil || o.Blocks == nil {
+		// python-blosc2's choice on this machine (see b2nd.DefaultChunksBlocks).
+		if o.Chunks, o.Blocks, err = b2nd.DefaultChunksBlocks(c.Shape, c.Chunks, c.Blocks, dt.ItemSize, b2nd.MachineCaches()); err != nil {
+			return nil, fmt.Errorf("array %q: %w", name, err)
 		}
-	}
-	if o.Blocks == nil && len(o.Chunks) == len(c.Shape) {
-		o.Blocks = defaultShape(o.Chunks, dt.ItemSize, 256<<10)
 	}
 	if c.Codec != nil {
 		v, ok := codecNames[strings.ToLower(*c.Codec)]
@@ -162,6 +140,7 @@ func (s *Service) createB2ND(ctx context.Context, name string, body []byte) (any
 		}
 	}
 	o.Sparse = c.Contiguous != nil && !*c.Contiguous
+	o.UseDict = c.UseDict
 	if _, err := s.cfg.Store.Stat(ctx, name); err == nil {
 		return nil, errkind.Errorf(errkind.AlreadyExists, "array %q already exists", name)
 	}
@@ -215,7 +194,7 @@ func DescribeB2ND(a *b2nd.Array) map[string]any {
 	return map[string]any{
 		"array": a.Name, "type": "b2nd", "shape": a.Shape, "chunks": a.ChunkShape, "blocks": a.BlockShape,
 		"dtype": a.Dtype.Str, "codec": codecName(a.Header.Codec), "clevel": a.Header.CLevel, "filters": filters,
-		"filters_meta": meta, "contiguous": !a.Sparse, "nchunks": len(a.Offsets), "chunk_kinds": kinds,
+		"filters_meta": meta, "use_dict": a.Header.UseDict, "contiguous": !a.Sparse, "nchunks": len(a.Offsets), "chunk_kinds": kinds,
 		"dimensions": dims, "attributes": attrs, "vlmeta": vlmetaKeys(a),
 	}
 }
@@ -353,9 +332,6 @@ func (s *Service) dropB2ND(ctx context.Context, name string) error {
 // in row-major (or col-major) order, one column per dtype field.
 func (s *Service) doPutB2ND(ctx context.Context, q *query.Query, a *array.Array, rdr RecordSource) (*putResult, error) {
 	ba := a.B2ND
-	if ba.ItemSize > 255 {
-		return nil, errkind.Errorf(errkind.Unimplemented, "DoPut to %q: items of %d bytes are not written", q.Array, ba.ItemSize)
-	}
 	if q.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: a .b2nd array has no timestamps", q.Array)
 	}
@@ -461,6 +437,28 @@ func fieldBytes(f b2nd.Field, c arrow.Array, out []byte, is int) error {
 	var tmp [16]byte
 	if c.NullN() > 0 && f.Kind != 'M' && f.Kind != 'm' {
 		return fmt.Errorf("%d nulls, but dtype %s has no null", c.NullN(), f.Dtype)
+	}
+	if f.Count > 0 {
+		// A subarray field: a fixed_size_list column of Count elements,
+		// each converted as a value of the element type.
+		v, ok := c.(*arrowarray.FixedSizeList)
+		if !ok || v.DataType().(*arrow.FixedSizeListType).Len() != int32(f.Count) {
+			want, _, _ := arrowconv.B2NDType(f)
+			return fmt.Errorf("want %s, got %s", want, c.DataType())
+		}
+		e := f
+		e.Count, e.Shape, e.Size, e.Offset = 0, nil, f.ElemSize(), 0
+		off := int64(v.Data().Offset()) * int64(f.Count)
+		elems := arrowarray.NewSlice(v.ListValues(), off, off+int64(n*f.Count))
+		defer elems.Release()
+		raw := make([]byte, n*f.Size)
+		if err := fieldBytes(e, elems, raw, e.Size); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			put(i, raw[i*f.Size:(i+1)*f.Size])
+		}
+		return nil
 	}
 	order := func(b []byte, w int) []byte {
 		if f.Big {

@@ -10,6 +10,7 @@ package flight
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
@@ -72,6 +73,23 @@ type BatchStream interface {
 // OpenQuery starts reading q, as DoGet of q's ticket would.
 func (s *Service) OpenQuery(ctx context.Context, q *query.Query) (BatchStream, error) {
 	return s.openStream(ctx, q)
+}
+
+// PartitionQuery splits q into the disjoint queries that GetFlightInfo
+// would give its endpoints (one per part of the result, more in a
+// cluster), and says whether their results concatenate in q's order.
+func (s *Service) PartitionQuery(ctx context.Context, q *query.Query) (parts []*query.Query, ordered bool, err error) {
+	_, parts, _, err = s.partition(ctx, q)
+	return parts, q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault, err
+}
+
+// AssignLocations gives endpoints the cluster's nodes as locations, as
+// GetFlightInfo does (the preferred node first); outside a cluster it
+// leaves them without, meaning "this server".
+func (s *Service) AssignLocations(eps []*aflight.FlightEndpoint) {
+	if s.cfg.Cluster != nil {
+		s.cfg.Cluster.assign(eps)
+	}
 }
 
 // QuerySchema is the Arrow schema DoGet would stream for q.
@@ -138,4 +156,22 @@ func (p *putStream) Recv() (*aflight.FlightData, error) {
 		return f, nil
 	}
 	return p.FlightService_DoPutServer.Recv()
+}
+
+// CreateArray creates an array as the create_array action does (body: the
+// schema JSON with "array"), for bulk ingest's mode "create".
+func (s *Service) CreateArray(ctx context.Context, body []byte) error {
+	_, err := s.actCreate(ctx, body)
+	return err
+}
+
+// DropArray deletes an array as the drop_array action does (bulk ingest
+// removes an array it created when the write into it fails).
+func (s *Service) DropArray(ctx context.Context, name string) error {
+	b, err := json.Marshal(map[string]string{"array": name})
+	if err != nil {
+		return err
+	}
+	_, err = s.actDrop(ctx, b)
+	return err
 }

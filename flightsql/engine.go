@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	gms "github.com/dolthub/go-mysql-server/sql"
@@ -158,6 +159,13 @@ type table struct {
 	// means all.
 	proj    []int
 	projSet bool
+	// filter is the condition pushed into the scan (filter.go), "" for
+	// none.
+	filter string
+	// extra are dimension ranges taken from WHERE terms the engine's
+	// index did not turn into the lookup (filter.go); every partition
+	// intersects its ranges with them.
+	extra dimRanges
 }
 
 var (
@@ -203,8 +211,19 @@ func (t *table) describe(ranges dimRanges, layout query.Layout) string {
 	if empty {
 		return fmt.Sprintf("scan of %q: no cell can match the pushed-down ranges", t.path)
 	}
-	b, _ := q.MarshalJSON()
+	b := queryJSON(q)
+	if q.DropFailing {
+		return fmt.Sprintf("scan %s (dense: the cells that fail the filter are dropped)", b)
+	}
 	return fmt.Sprintf("scan %s", b)
+}
+
+// queryJSON is a native query as EXPLAIN shows it: its JSON, with the
+// comparison operators of a filter written as such (Go's encoder escapes
+// <, > and & for HTML).
+func queryJSON(q *query.Query) string {
+	b, _ := q.MarshalJSON()
+	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(b))
 }
 
 func (t *table) Schema() gms.Schema {
@@ -276,9 +295,32 @@ func (t *table) nativeQuery(ranges dimRanges, limit int64) (*query.Query, bool) 
 		cols = []string{t.arr.Schema.Dimensions[0].Name}
 	}
 	q.Columns = cols
-	sub, empty := ranges.subarray(t.arr)
+	if t.filter != "" {
+		q.Filter = t.filter
+		// A dense read gives failing cells fill values; the table holds
+		// only the rows that pass.
+		q.DropFailing = t.arr.Schema.IsDense()
+	}
+	sub, empty := t.withExtra(ranges).subarray(t.arr)
 	q.Subarray = sub
 	return q, empty
+}
+
+// withExtra is a partition's ranges intersected with the table's extra
+// ranges.
+func (t *table) withExtra(ranges dimRanges) dimRanges {
+	if len(t.extra) == 0 {
+		return ranges
+	}
+	out := ranges.clone()
+	for d, rs := range t.extra {
+		out.intersect(d, rs)
+		out[d] = nonEmpty(out[d])
+		if len(out[d]) == 0 {
+			out[d] = []rng{{lo: 1, hi: 0, flo: 1, fhi: 0}}
+		}
+	}
+	return out
 }
 
 // partition is one scan: the dimension ranges it reads (nil: all;
@@ -318,6 +360,10 @@ func (t *table) PartitionRows(ctx *gms.Context, p gms.Partition) (gms.RowIter, e
 	return &rowIter{stream: bs, width: width, arrayName: t.path}, nil
 }
 
+// scannedRows counts the rows scans handed to the engine or streamed as a
+// whole statement's result, for the tests that prove a pushdown.
+var scannedRows atomic.Int64
+
 // rowIter turns a scan's Arrow batches into engine rows.
 type rowIter struct {
 	stream    flight.BatchStream
@@ -343,6 +389,7 @@ func (r *rowIter) Next(ctx *gms.Context) (gms.Row, error) {
 			return nil, err
 		}
 		r.rec, r.row = rec, 0
+		scannedRows.Add(rec.NumRows())
 		flight.NoteCall(ctx, "", 0, flight.RecordBytes(rec))
 		r.conv = r.conv[:0]
 		for i := 0; i < r.width && i < int(rec.NumCols()); i++ {

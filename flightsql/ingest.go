@@ -5,6 +5,10 @@ package flightsql
 // descriptor is (DESIGN §3): sparse arrays take every dimension and
 // attribute, dense arrays every attribute for the cells of the whole
 // domain in row-major order; one ingest is one atomic write.
+//
+// A table that does not exist is created by mode "create" or
+// "create_append" (ingest_rowid.go): a sparse array whose one dimension
+// is the row number.
 
 import (
 	"context"
@@ -46,26 +50,31 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 		return 0, err
 	}
 	opts := cmd.GetTableDefinitionOptions()
-	_, _, err := s.svc.OpenArray(ctx, path)
+	a, _, err := s.svc.OpenArray(ctx, path)
 	exists := err == nil
 	if err != nil && errkind.Of(err) != errkind.NotFound {
 		return 0, err
 	}
+	created := false
 	if !exists {
-		if opts != nil && opts.IfNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionCreate {
-			return 0, errkind.Errorf(errkind.Unimplemented, "bulk ingest into %q: creating an array from a table is not supported (an array needs dimensions and tiles): create it with the create_array action, then ingest with mode=\"append\"", path)
+		if opts == nil || opts.IfNotExist != flightsql.TableDefinitionOptionsTableNotExistOptionCreate {
+			return 0, errkind.Errorf(errkind.NotFound, "bulk ingest: no array %q (ingest with mode=\"create\" or \"create_append\" to create it, or create it with the create_array action)", path)
 		}
-		return 0, errkind.Errorf(errkind.NotFound, "bulk ingest: no array %q (create it with the create_array action first)", path)
-	}
-	if opts != nil {
+		body, err := ingestSchema(path, rdr.Schema())
+		if err != nil {
+			return 0, err
+		}
+		if err := s.svc.CreateArray(ctx, body); err != nil {
+			return 0, err
+		}
+		created = true
+	} else if opts != nil {
 		switch opts.IfExists {
 		case flightsql.TableDefinitionOptionsTableExistsOptionAppend:
 		case flightsql.TableDefinitionOptionsTableExistsOptionReplace:
-			return 0, errkind.Errorf(errkind.Unimplemented, "bulk ingest into %q with mode \"replace\": not supported; ingest with mode=\"append\" (new cells overwrite old ones at the same coordinates of a dense array or a sparse array without duplicates)", path)
+			return 0, errkind.Errorf(errkind.Unimplemented, "bulk ingest into %q with mode \"replace\": not supported for an existing array (TileDB has no atomic way to replace an array's cells: a delete and a write are two commits); ingest with mode=\"append\" (new cells overwrite old ones at the same coordinates of a dense array or a sparse array without duplicates), or drop_array and ingest with mode=\"create\"", path)
 		case flightsql.TableDefinitionOptionsTableExistsOptionFail:
-			if opts.IfNotExist == flightsql.TableDefinitionOptionsTableNotExistOptionCreate {
-				return 0, errkind.Errorf(errkind.AlreadyExists, "bulk ingest into %q with mode \"create\": the array exists; ingest into it with mode=\"append\"", path)
-			}
+			return 0, errkind.Errorf(errkind.AlreadyExists, "bulk ingest into %q with mode \"create\": the array exists; ingest into it with mode=\"append\" or \"create_append\"", path)
 		}
 	}
 	release, err := s.svc.AcquireStream()
@@ -73,8 +82,22 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 		return 0, err
 	}
 	defer release()
-	res, err := s.svc.Write(ctx, &query.Query{Array: path, Limit: -1}, rdr)
+	src := flight.RecordSource(rdr)
+	if created || isRowIDArray(a, rdr.Schema()) {
+		start := int64(0)
+		if !created {
+			start = nextRowID(a)
+		}
+		src = &rowIDSource{in: rdr, next: start, mem: s.mem}
+	}
+	res, err := s.svc.Write(ctx, &query.Query{Array: path, Limit: -1}, src)
 	if err != nil {
+		if created {
+			// The array was made for this ingest: leave nothing behind.
+			if derr := s.svc.DropArray(ctx, path); derr != nil {
+				s.log.Warn().Err(derr).Str("array", path).Msg("bulk ingest: dropping the array made for a failed ingest")
+			}
+		}
 		return 0, err
 	}
 	return res.Rows, nil

@@ -9,11 +9,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arr "github.com/apache/arrow-go/v18/arrow/array"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
@@ -30,7 +32,7 @@ import (
 // fixture: a 10x10 dense array "dense" (v = 10*x + y, w = x*y as float32)
 // and a sparse array "g/pts" (k in 0..19 step 1, s = "s<k>", n nullable:
 // null for odd k).
-func serveSQL(t *testing.T) (*flightsql.Client, aflight.Client) {
+func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string), c aflight.Client)) (*flightsql.Client, aflight.Client) {
 	t.Helper()
 	ctx := context.Background()
 	st := storage.NewMem()
@@ -94,10 +96,14 @@ func serveSQL(t *testing.T) (*flightsql.Client, aflight.Client) {
 		}
 	}
 	put(t, c, `{"array":"g/pts"}`, b.NewRecordBatch())
+
+	for _, x := range extra {
+		x(t, mk, c)
+	}
 	return sc, c
 }
 
-func put(t *testing.T, c aflight.Client, cmd string, rec arrow.RecordBatch) {
+func put(t testing.TB, c aflight.Client, cmd string, rec arrow.RecordBatch) {
 	t.Helper()
 	defer rec.Release()
 	stream, err := c.DoPut(context.Background())
@@ -117,7 +123,7 @@ func put(t *testing.T, c aflight.Client, cmd string, rec arrow.RecordBatch) {
 }
 
 // rows runs a statement and renders its rows as strings, "|"-joined.
-func rows(t *testing.T, c *flightsql.Client, q string) ([]string, *arrow.Schema, error) {
+func rows(t testing.TB, c *flightsql.Client, q string) ([]string, *arrow.Schema, error) {
 	t.Helper()
 	ctx := context.Background()
 	info, err := c.Execute(ctx, q)
@@ -380,5 +386,154 @@ func TestIngest(t *testing.T) {
 		TableDefinitionOptions: &flightsql.TableDefinitionOptions{IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail}})
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("ingest into a missing array: %v", err)
+	}
+}
+
+// A statement that is a pure scan of a large result gets one endpoint per
+// part, as the native GetFlightInfo splits it (4 Mi rows each); their
+// results together are the scan's. Statements the engine runs, and scans
+// with a LIMIT, keep one endpoint. A ticket whose part is not part of its
+// statement's scan is refused.
+func TestStatementEndpointsSplitScans(t *testing.T) {
+	const cells = 8 << 20
+	sc, c := serveSQL(t, func(t testing.TB, mk func(name, js string), c aflight.Client) {
+		mk("big", fmt.Sprintf(`{"type":"dense","dimensions":[{"name":"x","type":"int64","domain":[0,%d],"tile":1048576}],
+			"attributes":[{"name":"v","type":"int8"}]}`, cells-1))
+		stream, err := c.DoPut(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := aflight.NewRecordWriter(stream, ipc.WithSchema(arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int8}}, nil)))
+		w.SetFlightDescriptor(&aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: []byte(`{"array":"big"}`)})
+		for part := 0; part < 8; part++ {
+			b := arr.NewInt8Builder(memory.DefaultAllocator)
+			for i := 0; i < cells/8; i++ {
+				b.Append(int8((part*cells/8 + i) % 7))
+			}
+			a := b.NewArray()
+			rec := arr.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int8}}, nil), []arrow.Array{a}, int64(a.Len()))
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+			a.Release()
+		}
+		w.Close()
+		stream.CloseSend()
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ctx := context.Background()
+	wantSum := int64(0)
+	for i := 0; i < cells; i++ {
+		wantSum += int64(i % 7)
+	}
+	for _, tc := range []struct {
+		sql       string
+		endpoints int
+		rows      int64
+	}{
+		{"SELECT v FROM big", 2, cells},
+		{"SELECT x AS pos, v FROM big", 2, cells},
+		{"SELECT v FROM big LIMIT 5", 1, 5},
+		{"SELECT v FROM big WHERE x < 1000", 1, 1000},
+		{"SELECT v + 1 AS w FROM big WHERE x < 10", 1, 10},
+	} {
+		info, err := sc.Execute(ctx, tc.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if len(info.Endpoint) != tc.endpoints {
+			t.Fatalf("%s: %d endpoints, want %d", tc.sql, len(info.Endpoint), tc.endpoints)
+		}
+		var n, sum int64
+		for _, ep := range info.Endpoint {
+			rd, err := sc.DoGet(ctx, ep.Ticket)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			for rd.Next() {
+				rec := rd.RecordBatch()
+				n += rec.NumRows()
+				col := rec.Column(int(rec.NumCols()) - 1)
+				if v, ok := col.(*arr.Int8); ok {
+					for i := 0; i < v.Len(); i++ {
+						sum += int64(v.Value(i))
+					}
+				}
+			}
+			if err := rd.Err(); err != nil {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			rd.Release()
+		}
+		if n != tc.rows {
+			t.Fatalf("%s: %d rows, want %d", tc.sql, n, tc.rows)
+		}
+		if tc.rows == cells && sum != wantSum {
+			t.Fatalf("%s: sum %d, want %d", tc.sql, sum, wantSum)
+		}
+	}
+
+	// A ticket whose part reads another array, or other columns.
+	for _, part := range []string{`{"array":"dense"}`, `{"array":"big","columns":["x"]}`} {
+		h := &handle{SQL: "SELECT v FROM big", Part: []byte(part)}
+		tk, err := flightsql.CreateStatementQueryTicket(h.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := sc.DoGet(ctx, &aflight.Ticket{Ticket: tk})
+		if err == nil {
+			for rd.Next() {
+			}
+			err = rd.Err()
+			rd.Release()
+		}
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("part %s: %v, want InvalidArgument", part, err)
+		}
+	}
+	_ = c
+}
+
+type statementQuery string
+
+func (q statementQuery) GetQuery() string         { return string(q) }
+func (q statementQuery) GetTransactionId() []byte { return nil }
+
+// In a cluster, a statement's endpoints name the nodes that can serve them,
+// as the native GetFlightInfo's do.
+func TestStatementEndpointsHaveClusterLocations(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"n","type":"int32"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, st, "pts", s); err != nil {
+		t.Fatal(err)
+	}
+	self := "grpc://127.0.0.1:1"
+	cl, err := flight.NewCluster(self, nil, time.Second, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := flight.NewService(flight.Config{Store: st, Log: zerolog.Nop(), Cluster: cl})
+	_, h, err := New(svc, zerolog.Nop(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT k, n FROM pts", "SELECT count(*) FROM pts GROUP BY n"} {
+		info, err := h.GetFlightInfoStatement(ctx, statementQuery(q), &aflight.FlightDescriptor{Type: aflight.DescriptorCMD})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for _, ep := range info.Endpoint {
+			if len(ep.Location) != 1 || ep.Location[0].Uri != self {
+				t.Fatalf("%s: endpoint locations %v, want [%s]", q, ep.Location, self)
+			}
+		}
 	}
 }

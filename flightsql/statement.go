@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,6 +71,10 @@ type handle struct {
 	// Params are rows of bound parameters (prepared statements); the
 	// statement runs once per row, results concatenated.
 	Params [][]param `json:"params,omitempty"`
+	// Part, in the ticket of one of several endpoints of a statement that
+	// is a pure scan, is the native query of that endpoint's part of the
+	// scan (see statementInfo).
+	Part json.RawMessage `json:"part,omitempty"`
 }
 
 // param is one bound value as an SQL literal: kind int, uint, float,
@@ -165,6 +170,9 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 	}
 	node, err := s.engine.BoundQueryPlan(sctx, text, stmt, bindings)
 	if err != nil {
+		return nil, engineErr(err)
+	}
+	if node, err = s.pushdown(sctx, node); err != nil {
 		return nil, engineErr(err)
 	}
 	c = &compiled{sctx: sctx, node: node}
@@ -400,13 +408,14 @@ func resultSchema(sc gms.Schema) *arrow.Schema {
 // run (pushed down) and the engine's plan above them.
 func explainLines(c *compiled) []string {
 	if c.scan != nil {
-		b, _ := c.scan.MarshalJSON()
-		return []string{"pushed down: the whole statement is one native scan", "scan " + string(b)}
+		return []string{"pushed down: the whole statement is one native scan", "scan " + queryJSON(c.scan)}
 	}
 	var out []string
 	var walk func(n gms.Node)
 	walk = func(n gms.Node) {
-		if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
+		if a, ok := n.(*nativeAgg); ok {
+			out = append(out, "pushed down: aggregates of "+strconv.Quote(a.t.path)+" answered by the reader: "+a.describe())
+		} else if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
 			out = append(out, "pushed down: "+t.describe(ranges, layout))
 		} else if ita, ok := n.(*plan.IndexedTableAccess); ok {
 			if t, ok := gms.GetUnderlyingTable(ita.UnderlyingTable()).(*table); ok {
@@ -470,6 +479,7 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 			if err != nil {
 				return err
 			}
+			scannedRows.Add(rec.NumRows())
 			out := arr.NewRecordBatch(c.schema, rec.Columns(), rec.NumRows())
 			rec.Release()
 			if err := send(out); err != nil {
@@ -532,6 +542,14 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	if err != nil {
 		return nil, nil, flight.Status(err)
 	}
+	if h.Part != nil {
+		if len(rows) > 1 {
+			return nil, nil, flight.Status(errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan and %d parameter rows", len(rows)))
+		}
+		if err := partScan(first, h.Part); err != nil {
+			return nil, nil, flight.Status(err)
+		}
+	}
 	release, err := s.svc.AcquireStream()
 	if err != nil {
 		return nil, nil, flight.Status(err)
@@ -587,17 +605,63 @@ func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.Fli
 	if err != nil {
 		return nil, flight.Status(err)
 	}
-	t, err := flightsql.CreateStatementQueryTicket(h.encode())
-	if err != nil {
-		return nil, flight.Status(err)
-	}
-	return &aflight.FlightInfo{
-		Endpoint:         []*aflight.FlightEndpoint{{Ticket: &aflight.Ticket{Ticket: t}}},
+	info := &aflight.FlightInfo{
 		FlightDescriptor: desc,
 		Schema:           aflight.SerializeSchema(c.schema, s.mem),
 		TotalRecords:     -1,
 		TotalBytes:       -1,
-	}, nil
+	}
+	// A pure scan of one parameter row without LIMIT is split like the
+	// native query's GetFlightInfo: an endpoint per part, spread over a
+	// cluster's nodes, each ticket naming its part. Anything else runs as
+	// one statement on one endpoint (any node can run it).
+	handles := []*handle{h}
+	if c.scan != nil && c.scan.Limit < 0 && len(h.Params) <= 1 {
+		parts, ordered, err := s.svc.PartitionQuery(ctx, c.scan)
+		if err != nil {
+			return nil, flight.Status(err)
+		}
+		if len(parts) > 1 {
+			handles = handles[:0]
+			for _, p := range parts {
+				pj, err := p.MarshalJSON()
+				if err != nil {
+					return nil, flight.Status(err)
+				}
+				handles = append(handles, &handle{SQL: h.SQL, Params: h.Params, Part: pj})
+			}
+			info.Ordered = ordered
+		}
+	}
+	for _, ph := range handles {
+		t, err := flightsql.CreateStatementQueryTicket(ph.encode())
+		if err != nil {
+			return nil, flight.Status(err)
+		}
+		info.Endpoint = append(info.Endpoint, &aflight.FlightEndpoint{Ticket: &aflight.Ticket{Ticket: t}})
+	}
+	s.svc.AssignLocations(info.Endpoint)
+	return info, nil
+}
+
+// partScan replaces a compiled pure scan by the part a ticket names. The
+// part must be a part of that scan: same array, columns, subarray kind
+// and filter, so that its batches have the statement's schema.
+func partScan(c *compiled, part json.RawMessage) error {
+	if c.scan == nil {
+		return errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan, but the statement is not a pure scan")
+	}
+	p, err := query.Parse(part)
+	if err != nil {
+		return errkind.Errorf(errkind.InvalidArgument, "statement ticket: its part: %v", err)
+	}
+	if p.Array != c.scan.Array || !slices.Equal(p.Columns, c.scan.Columns) || p.Filter != c.scan.Filter || p.Limit >= 0 || p.Aggregates != nil {
+		return errkind.Errorf(errkind.InvalidArgument, "statement ticket: its part is not a part of the statement's scan of %q", c.scan.Array)
+	}
+	// Not a JSON key: the part keeps the statement's choice.
+	p.DropFailing = c.scan.DropFailing
+	c.scan = p
+	return nil
 }
 
 func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {

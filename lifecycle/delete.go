@@ -15,7 +15,8 @@ import (
 
 // Delete writes a delete commit as TileDB's delete query does: one
 // __commits/__t_t_<uuid>_<v>.del generic tile holding the condition of
-// the cells to keep (TileDB's negation of filter), stamped t (0: now).
+// the cells to keep (TileDB's negation of filter; on enumerated attributes
+// rewritten to indexes first, as TileDB stores it), stamped t (0: now).
 // From then on every read at or after t, TileDB's and ours, leaves out
 // the cells that match filter in fragments written before t. It is one
 // object, so it is atomic. It returns the commit's path.
@@ -31,8 +32,10 @@ func Delete(ctx context.Context, st storage.Store, dir, filter string, t uint64,
 	if err != nil {
 		return "", err
 	}
-	if c.Enumerated {
-		return "", errkind.Errorf(errkind.Unimplemented, "delete on array %q: conditions on enumerated attributes are not implemented for deletes", dir)
+	// On enumerated attributes the tree already compares indexes, as the
+	// delete commit TileDB writes does.
+	if err := c.DeleteCheck(); err != nil {
+		return "", err
 	}
 	keep, err := c.Keep()
 	if err != nil {

@@ -9,14 +9,19 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/arraymeta"
+	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
 	"github.com/tileflight/tileflight/writer"
@@ -213,6 +218,17 @@ func TestFailEveryStep(t *testing.T) {
 					if got := latest(); got != wantLatest {
 						t.Fatalf("%s %s step %d: after rerun:\n%s\nwant\n%s", m, stage, i, got, wantLatest)
 					}
+					if m == Fragments {
+						// Once the grace has passed, a vacuum leaves no intent
+						// file and no uncommitted fragment of the failed run.
+						later := VacuumOptions{Grace: time.Hour, Now: time.Now().Add(2 * time.Hour)}
+						if _, err := Vacuum(ctx, st, "a", m, later); err != nil {
+							t.Fatalf("%s %s step %d: grace vacuum: %v", m, stage, i, err)
+						}
+						if left := leftovers(t, st); left != "" {
+							t.Fatalf("%s %s step %d (late %v): left after the grace vacuum: %s", m, stage, i, late, left)
+						}
+					}
 				}
 			}
 		}
@@ -321,45 +337,167 @@ func TestEncrypted(t *testing.T) {
 
 func gentileCodec(key []byte) gentile.Unfilterer { return filters.GenericTileCodec{EncryptionKey: key} }
 
-// TestSparseUnimplemented: what sparse fragment consolidation does not do
-// yet is refused before anything is written.
-func TestSparseUnimplemented(t *testing.T) {
+// TestSparseOverDeletes: a sparse consolidation over delete commits
+// writes the per-cell timestamps and delete metadata TileDB 2.30 writes
+// for the same history (values read from TileDB's own consolidation of
+// it: cells newest first, __delete_timestamps the first delete that
+// removes the cell, __delete_condition_index its index among the
+// processed conditions); readers see what they saw at every timestamp,
+// and a second consolidation over it (and one more write and delete)
+// renumbers and keeps that metadata.
+func TestSparseOverDeletes(t *testing.T) {
 	ctx := context.Background()
-	st := build(t, sparseJSON)
-	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := writer.LoadSchema(ctx, st, "a")
+	st := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type": "sparse", "capacity": 100,
+	  "dimensions": [{"name": "k", "type": "int64", "domain": [0, 1000], "tile": 100}],
+	  "attributes": [{"name": "v", "type": "int64"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(7)}, "v": {Data: i64s(7)}}, writer.Options{Timestamp: 4}); err != nil {
+	if err := writer.CreateArray(ctx, st, "a", s); err != nil {
 		t.Fatal(err)
 	}
-	want := view(t, st)
-	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); !errors.Is(err, errkind.Unimplemented) {
-		t.Fatalf("reconsolidating a consolidated sparse fragment: %v", err)
+	w := func(ts uint64, ks, vs []int64) {
+		t.Helper()
+		if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"k": {Data: i64s(ks...)}, "v": {Data: i64s(vs...)}}, writer.Options{Timestamp: ts}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	st2 := build(t, sparseJSON)
-	if _, err := Delete(ctx, st2, "a", "v > 100", 5, nil); err != nil {
+	del := func(ts uint64, c string) string {
+		t.Helper()
+		p, err := Delete(ctx, st, "a", c, ts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w(11, []int64{1, 2, 3, 4}, []int64{10, 20, 30, 40})
+	w(12, []int64{2, 3, 5}, []int64{21, 31, 51})
+	d3 := del(13, "v > 25")
+	w(14, []int64{3, 6}, []int64{32, 62})
+	d5 := del(15, "k == 2")
+	w(16, []int64{7}, []int64{70})
+	at := []uint64{11, 12, 13, 14, 15, 16}
+	before := readAt(t, st, at...)
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Consolidate(ctx, st2, "a", Fragments, Options{}); !errors.Is(err, errkind.Unimplemented) {
-		t.Fatalf("with a delete commit: %v", err)
+	const M = ^uint64(0)
+	checkFrag(t, st, 11, 16, []string{d3, d5}, []int64{1, 2, 2, 3, 3, 3, 4, 5, 6, 7}, []uint64{11, 12, 11, 14, 12, 11, 11, 12, 14, 16},
+		[]uint64{M, 15, 15, M, 13, 13, 13, 13, M, M}, []uint64{M, 1, 1, M, 0, 0, 0, 0, M, M})
+	if got := readAt(t, st, at...); got != before {
+		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, before)
 	}
-	if view(t, st) != want {
-		t.Fatal("a refused consolidation changed the array")
+	// Again, over the consolidated fragment: a delete older than every
+	// fragment (listed first, so the stored indices are renumbered), one
+	// after.
+	d0 := del(5, "v == 1000")
+	w(18, []int64{3, 8}, []int64{33, 80})
+	d9 := del(19, "v < 35")
+	at = []uint64{5, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	before = readAt(t, st, at...)
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkFrag(t, st, 11, 18, []string{d0, d3, d5, d9}, []int64{1, 2, 2, 3, 3, 3, 3, 4, 5, 6, 7, 8},
+		[]uint64{11, 12, 11, 18, 14, 12, 11, 11, 12, 14, 16, 18},
+		[]uint64{19, 15, 15, 19, 19, 13, 13, 13, 13, M, M, M}, []uint64{3, 2, 2, 3, 3, 1, 1, 1, 1, M, M, M})
+	if got := readAt(t, st, at...); got != before {
+		t.Fatalf("after reconsolidation:\n%s\nwant\n%s", got, before)
 	}
 }
 
-// A delete on an enumerated attribute is refused as Unimplemented (reads
-// compare enumeration values; the delete commit's form is not built).
-func TestDeleteEnumeratedRefused(t *testing.T) {
+// readAt renders what reads of "a" at each timestamp see.
+func readAt(t *testing.T, st storage.Store, ts ...uint64) string {
+	t.Helper()
+	ctx := context.Background()
+	var sb strings.Builder
+	for _, x := range ts {
+		r, err := reader.Open(ctx, st, &query.Query{Array: "a", Limit: -1, Layout: query.LayoutRowMajor, Timestamp: &query.Timestamp{End: x}}, reader.Options{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, err := r.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < int(rec.NumRows()); i++ {
+				for c := 0; c < int(rec.NumCols()); c++ {
+					fmt.Fprintf(&sb, "%s ", rec.Column(c).ValueStr(i))
+				}
+				sb.WriteString(";")
+			}
+			rec.Release()
+		}
+		r.Close()
+		fmt.Fprintf(&sb, " @%d\n", x)
+	}
+	return sb.String()
+}
+
+// checkFrag checks that "a" has one fragment [t1, t2] holding exactly the
+// given cells, timestamps and delete metadata, and the processed
+// conditions.
+func checkFrag(t *testing.T, st storage.Store, t1, t2 uint64, processed []string, ks []int64, ts, dts, dci []uint64) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Fragments) != 1 || a.Fragments[0].Start != t1 || a.Fragments[0].End != t2 {
+		t.Fatalf("fragments %v", a.Fragments)
+	}
+	f := a.Fragments[0]
+	if ft := f.Meta.Footer(); !ft.HasTimestamps || !ft.HasDeleteMeta {
+		t.Fatalf("footer: timestamps %v, delete meta %v", ft.HasTimestamps, ft.HasDeleteMeta)
+	}
+	pc, err := f.Meta.ProcessedConditions()
+	if err != nil || fmt.Sprint(pc) != fmt.Sprint(processed) {
+		t.Fatalf("processed conditions %v (%v), want %v", pc, err, processed)
+	}
+	l := tileio.NewLoader(a, tileio.Options{})
+	u64 := func(name string) []uint64 {
+		tl, err := l.Load(ctx, f, name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tl.Release()
+		out := make([]uint64, len(tl.Data)/8)
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint64(tl.Data[8*i:])
+		}
+		return out
+	}
+	var gotK []int64
+	for _, k := range u64("k") {
+		gotK = append(gotK, int64(k))
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{{"k", gotK, ks}, {"__timestamps", u64(tileio.FieldTimestamps), ts},
+		{"__delete_timestamps", u64(tileio.FieldDeleteTimestamp), dts}, {"__delete_condition_index", u64(tileio.FieldDeleteCondition), dci}} {
+		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// A delete on an enumerated attribute stores its condition rewritten to
+// indexes and negated, as TileDB 2.30 does (c == 'blue' keeps c != 1);
+// the conditions TileDB cannot store (a value the enumeration lacks, a
+// null test) are InvalidArgument and write nothing.
+func TestDeleteEnumerated(t *testing.T) {
 	ctx := context.Background()
 	st := storage.NewMem()
 	s, err := schema.FromJSON([]byte(`{"type": "sparse", "capacity": 4,
 	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 10}],
-	  "attributes": [{"name": "c", "type": "uint8", "enumeration": "e"}],
+	  "attributes": [{"name": "c", "type": "uint8", "nullable": true, "enumeration": "e"}, {"name": "v", "type": "int64"}],
 	  "enumerations": [{"name": "e", "type": "string_ascii", "cell_val_num": "var", "values": ["red", "blue"]}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +505,65 @@ func TestDeleteEnumeratedRefused(t *testing.T) {
 	if err := writer.CreateArray(ctx, st, "a", s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Delete(ctx, st, "a", "c == 'red'", 10, nil); !errors.Is(err, errkind.Unimplemented) {
-		t.Fatalf("delete on an enumerated attribute: %v, want Unimplemented", err)
+	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(1, 2, 3)},
+		"c": {Data: []byte{0, 1, 0}, Validity: []byte{1, 1, 0}}, "v": {Data: i64s(1, 2, 3)}}, writer.Options{Timestamp: 1}); err != nil {
+		t.Fatal(err)
 	}
+	for _, c := range []string{"c == 'nope'", "c != 'nope'", "c in ['nope']", "c == None", "c != None or v > 1"} {
+		if _, err := Delete(ctx, st, "a", c, 10, nil); !errors.Is(err, errkind.InvalidArgument) {
+			t.Errorf("delete %q: %v, want InvalidArgument", c, err)
+		}
+	}
+	p, err := Delete(ctx, st, "a", "c in ['blue', 'nope'] or v == 1", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Get(ctx, "a/"+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := commits.DecodeDelete(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TileDB's form: AND(c NOT_IN [1], v NE 1).
+	if len(n.Children) != 2 || n.Children[0].Field != "c" || n.Children[0].Op != commits.OpNotIn || fmt.Sprint(n.Children[0].Members()) != "[[1]]" {
+		t.Fatalf("stored tree %+v", n)
+	}
+	// Every cell goes: x=3's null c fails the stored NOT_IN as well, so
+	// TileDB deletes it too (test_delete_enumerated_matches_tiledb).
+	if got := readAt(t, st, 5, 20); got != "1 red 1 ;2 blue 2 ;3 (null) 3 ; @5\n @20\n" {
+		t.Fatalf("reads before and after the delete: %q", got)
+	}
+}
+
+// leftovers lists intent files in __commits and fragments that no commit
+// names.
+func leftovers(t *testing.T, st storage.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	files, err := listFiles(ctx, st, "a", names.CommitsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, pendingVac) {
+			out = append(out, f)
+		}
+	}
+	committed, err := writer.Committed(ctx, st, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := st.List(ctx, storage.Join("a", names.FragmentsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.IsDir && !committed(e.Name) {
+			out = append(out, "uncommitted "+e.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }

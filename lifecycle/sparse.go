@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tileflight/tileflight/array"
-	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
@@ -26,16 +25,13 @@ import (
 // fragment metadata says it holds per-cell timestamps; reads at any
 // timestamp in the window see what they saw before.
 //
-// The cells written at time t are read as a read of [t, t] sees them, so
-// this is supported when every fragment the window touches was written at
-// one timestamp (not itself a consolidation) and the array holds no delete
-// commits (TileDB then writes per-cell delete metadata, which is not
-// written here): otherwise Unimplemented.
+// The cells written at time t are read as a read of [t, t] sees them when
+// every fragment the window touches was written at one timestamp (not
+// itself a consolidation) and the array holds no delete commits; otherwise
+// consolidateSparseGeneral copies the stored cells with their timestamps
+// and delete metadata (sparsedel.go).
 func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *array.Array, opt Options, end uint64) (*Result, error) {
 	s := all.Schema
-	if len(all.View.Conditions) > 0 {
-		return nil, errkind.Errorf(errkind.Unimplemented, "sparse arrays with delete commits: TileDB writes per-cell delete metadata into the consolidated fragment, which tileflight does not write yet; consolidate with TileDB")
-	}
 	var picked, touched []*array.Fragment
 	times := map[uint64]bool{}
 	for _, f := range all.Fragments {
@@ -51,10 +47,8 @@ func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *a
 	if len(picked) < 2 {
 		return &Result{}, nil // as TileDB: nothing to consolidate
 	}
-	for _, f := range touched {
-		if f.Start != f.End || f.Meta.Footer().HasTimestamps || f.Meta.Footer().HasDeleteMeta {
-			return nil, errkind.Errorf(errkind.Unimplemented, "sparse fragment %s spans [%d, %d] (an earlier consolidation): consolidating it again needs its per-cell timestamps, which tileflight does not merge yet; consolidate with TileDB", f.Name, f.Start, f.End)
-		}
+	if needsGeneral(all, touched) {
+		return consolidateSparseGeneral(ctx, st, dir, all, opt, picked)
 	}
 	ts := make([]uint64, 0, len(times))
 	for t := range times {

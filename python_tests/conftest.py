@@ -34,12 +34,33 @@ def fixtures_dir(tmp_path_factory):
     return d
 
 
+JDBC_DIR = os.path.join(HERE, "jdbc")
+JDBC_JAR = os.path.join(JDBC_DIR, "target", "jdbccheck.jar")
+JDBC_DRIVER = os.path.join(JDBC_DIR, "target", "dependency", "flight-sql-jdbc-driver-18.3.0.jar")
+# The Flight SQL JDBC driver needs this on Java 17 (Arrow's memory access).
+JAVA_OPTS = ["--add-opens=java.base/java.nio=ALL-UNNAMED"]
+
+
 @pytest.fixture(scope="session")
-def spark():
-    """One local[2] SparkSession for test_spark.py and test_spark_jvm.py: starting
-    one costs 10-40 s on the shared machine. It has the Python data source
-    registered ("tileflight") and the JVM connector's jar ("tileflight-jvm")
-    when `make sparkjar` has built it (test_spark_jvm.py fails without it)."""
+def jdbc_jars():
+    """The JdbcCheck program and the Flight SQL JDBC driver (`make jdbc`
+    builds them; built here with Maven when missing, fetching the driver
+    from Maven Central)."""
+    if not (os.path.exists(JDBC_JAR) and os.path.exists(JDBC_DRIVER)):
+        subprocess.run(["mvn", "-q", "-B", "package"], cwd=JDBC_DIR, check=True, timeout=900)
+    return JDBC_JAR, JDBC_DRIVER
+
+
+@pytest.fixture(scope="session")
+def spark(jdbc_jars):
+    """One local[2] SparkSession for every Spark test (test_spark.py,
+    test_spark_jvm.py, test_flightsql.py's JDBC source): starting one costs
+    10-40 s on the shared machine, and the first one fixes the driver's
+    classpath for the whole Python process (a later session's spark.jars
+    would not reach Spark's data source lookup). It has the Python data
+    source registered ("tileflight"), the JVM connector's jar
+    ("tileflight-jvm") when `make sparkjar` has built it (test_spark_jvm.py
+    fails without it) and the Flight SQL JDBC driver."""
     # Spark's Python workers must be this interpreter (the venv), which has tileflight.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -51,10 +72,12 @@ def spark():
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.sql.python.filterPushdown.enabled", "true")
          .config("spark.driver.memory", "1g"))
+    jars = [jdbc_jars[1]]
     try:
-        b = b.config("spark.jars", jvm_jar())
+        jars.insert(0, jvm_jar())
     except FileNotFoundError:
         pass
+    b = b.config("spark.jars", ",".join(jars)).config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))
     s = b.getOrCreate()
     s.sparkContext.setLogLevel("ERROR")
     s.dataSource.register(TileflightDataSource)

@@ -75,6 +75,40 @@ def _top(uri):
         A[:] = np.arange(100, dtype=np.int64) * 7 % 31
 
 
+def _dvar(uri):
+    """A dense array with a var-sized string and a nullable attribute: a
+    dense scan with a pushed filter drops the failing cells of both."""
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 199), tile=32, dtype=np.int32))
+    sch = tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
+        tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("n", dtype=np.int16, nullable=True),
+        tiledb.Attr("f", dtype=np.float32)])
+    tiledb.Array.create(uri, sch)
+    i = np.arange(200)
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"s": np.array(["w%03d" % ((k * 37) % 200) for k in i], dtype=object),
+                "n": np.ma.masked_array((i % 23).astype(np.int16), mask=(i % 5 == 0)),
+                "f": (i / 8.0).astype(np.float32)}
+
+
+def _events(uri):
+    """A sparse array with a string and a datetime dimension and datetime
+    attributes (ms and days): conditions on them are pushed as `filter`."""
+    dom = tiledb.Domain(tiledb.Dim("name", domain=(None, None), tile=None, dtype="ascii"),
+                        tiledb.Dim("t", domain=(np.datetime64("2021-01-01T00:00:00", "s"), np.datetime64("2021-12-31T00:00:00", "s")),
+                                   tile=np.timedelta64(86400, "s"), dtype=np.dtype("datetime64[s]")))
+    sch = tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
+        tiledb.Attr("ts", dtype=np.dtype("datetime64[ms]")), tiledb.Attr("day", dtype=np.dtype("datetime64[D]")),
+        tiledb.Attr("v", dtype=np.int64)])
+    tiledb.Array.create(uri, sch)
+    k = np.arange(60)
+    names = np.array(["%s%d" % ("abcde"[i % 5], i % 7) for i in k], dtype=object)
+    t = np.datetime64("2021-01-01T00:00:00", "s") + (k * 7).astype("timedelta64[s]")
+    at = np.datetime64("2021-03-01T12:00:00.000", "ms") + (k * 250).astype("timedelta64[ms]")
+    day = np.datetime64("2021-03-01", "D") + (k % 9).astype("timedelta64[D]")
+    with tiledb.open(uri, "w") as A:
+        A[names, t] = {"ts": at, "day": day, "v": k}
+
+
 def _ingest_targets(data):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 10000), tile=100, dtype=np.int64))
     tiledb.Array.create(os.path.join(data, SCHEMA, "ing_sparse"), tiledb.ArraySchema(domain=dom, sparse=True, attrs=[
@@ -107,7 +141,8 @@ def tiledb_table(uri):
 @pytest.fixture(scope="module")
 def env(flightd):
     os.makedirs(os.path.join(flightd.data, SCHEMA), exist_ok=True)
-    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup)]:
+    for name, mk in [("dense2d", _dense2d), ("pts", _pts), ("lookup", _lookup), ("dvar", _dvar),
+                     ("events", _events)]:
         uri = os.path.join(flightd.data, SCHEMA, name)
         if not os.path.exists(uri):
             mk(uri)
@@ -120,7 +155,8 @@ def env(flightd):
     duck = duckdb.connect()
     duck.execute("CREATE SCHEMA %s" % SCHEMA)
     for name, path in [("%s.dense2d" % SCHEMA, "sqlt/dense2d"), ("%s.pts" % SCHEMA, "sqlt/pts"),
-                       ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop")]:
+                       ("%s.lookup" % SCHEMA, "sqlt/lookup"), ("main.sqltop", "sqltop"),
+                       ("%s.dvar" % SCHEMA, "sqlt/dvar"), ("%s.events" % SCHEMA, "sqlt/events")]:
         tmp_tbl = tiledb_table(os.path.join(flightd.data, path))  # noqa: F841 (DuckDB reads it by name)
         duck.execute("CREATE TABLE %s AS SELECT * FROM tmp_tbl" % name)
 
@@ -134,6 +170,8 @@ def env(flightd):
 
 
 def _norm(v):
+    if isinstance(v, bytes):
+        return v.decode()  # TileDB reads ASCII dimensions as bytes
     if isinstance(v, decimal.Decimal):
         return float(v)
     if isinstance(v, bool):
@@ -314,6 +352,85 @@ STATEMENTS = [
     ("SELECT x, (SELECT max(weight) FROM %s) FROM %s WHERE x = 0 AND y < 3" % (L, D), False),
 ]
 
+# WHERE terms on attributes that become the scan's filter (FILTER_PUSHED:
+# each is checked against DuckDB, and EXPLAIN must show the condition),
+# then ones that must stay in the engine (three-valued logic the filter
+# cannot express, constants a float column does not hold exactly).
+FILTER_PUSHED = [
+    ("SELECT x, y, a FROM %s WHERE a > 15 AND b < 0" % D, "attr('a') > 15.0"),
+    ("SELECT x, y FROM %s WHERE NOT (b > 10)" % D, "attr('b') <= 10"),
+    ("SELECT x, y FROM %s WHERE b NOT IN (1, 2, 3) AND x < 4" % D, "(attr('b') != 1) and (attr('b') != 2)"),
+    ("SELECT x, y, b FROM %s WHERE b NOT BETWEEN -45 AND 45" % D, "(attr('b') <= -46) or (attr('b') >= 46)"),
+    ("SELECT x, y FROM %s WHERE a >= 12.5 AND a < 13" % D, "attr('a') >= 12.5"),
+    ("SELECT x, y, c FROM %s WHERE c < 0.5 AND c >= 0.25" % D, "attr('c') < 0.5"),
+    ("SELECT x, y FROM %s WHERE b > 2.5 AND b < 4.5" % D, "(attr('b') >= 3) and (attr('b') <= 4)"),
+    ("SELECT x, y FROM %s WHERE b = 2.5" % D, "attr('b') < -2147483648"),
+    ("SELECT count(*) FROM %s WHERE b < 100000000000" % D, "attr('b') != None"),
+    ("SELECT x, y FROM %s WHERE b = 7 OR (a > 20 AND c > 0.5)" % D, "(attr('b') == 7) or"),
+    ("SELECT x, y FROM %s WHERE x < 3 AND NOT (b <> 4)" % D, "attr('b') == 4"),
+    ("SELECT x, avg(a) FROM %s WHERE b >= 40 GROUP BY x" % D, "attr('b') >= 40"),
+    ("SELECT k, n FROM %s WHERE n != 3" % P, "attr('n') != 3"),
+    ("SELECT k, n FROM %s WHERE NOT (n = 3)" % P, "attr('n') != 3"),
+    ("SELECT k, n FROM %s WHERE n NOT IN (1, 2, 3)" % P, "(attr('n') != 1) and"),
+    ("SELECT k, n FROM %s WHERE n IN (1, NULL, 4)" % P, "(attr('n') == 1) or (attr('n') == 4)"),
+    ("SELECT k FROM %s WHERE NOT (n IS NULL) AND n < 5" % P, "attr('n') != None"),
+    ("SELECT k FROM %s WHERE NOT (n IS NULL OR n > 4)" % P, "(attr('n') != None) and (attr('n') <= 4)"),
+    ("SELECT k, s FROM %s WHERE s <> 'alpha0'" % P, "attr('s') != 'alpha0'"),
+    ("SELECT k, s FROM %s WHERE s >= 'beta' AND s < 'delta'" % P, "attr('s') >= 'beta'"),
+    ("SELECT k, s FROM %s WHERE NOT (s IN ('beta1', 'eps4'))" % P, "(attr('s') != 'beta1') and (attr('s') != 'eps4')"),
+    ("SELECT k FROM %s WHERE val BETWEEN -0.5 AND 0.5" % P, "(attr('val') >= -0.5) and (attr('val') <= 0.5)"),
+    ("SELECT k, t FROM %s WHERE t <> 50.5 AND n = 7" % P, "attr('n') == 7"),
+    ("SELECT s, count(*), sum(val) FROM %s WHERE n > 10 GROUP BY s" % P, "attr('n') >= 11"),
+    ("SELECT id, name FROM %s WHERE name IN ('n02', 'n40', 'zz')" % L, "(attr('name') == 'n02') or"),
+    ("SELECT i FROM sqltop WHERE v = 0 OR v > 28", "(attr('v') == 0) or (attr('v') >= 29)"),
+    ("SELECT i, s, n, f FROM sqlt.dvar WHERE n > 15", "attr('n') >= 16"),
+    ("SELECT i, s, n FROM sqlt.dvar WHERE s >= 'w150' OR n IS NULL", "(attr('s') >= 'w150') or (attr('n') == None)"),
+    ("SELECT i, s FROM sqlt.dvar WHERE NOT (n < 20) AND f > 3.5", "attr('n') >= 20"),
+    ("SELECT i, s, f FROM sqlt.dvar WHERE f IN (0.5, 2.125, 24.875) AND s <> 'w000'", "attr('f') == 2.125"),
+    ("SELECT count(*), sum(n), min(s) FROM sqlt.dvar WHERE n != 3 AND i > 50", "attr('n') != 3"),
+    # datetimes (ms and day attributes, a seconds dimension) and a string dimension
+    ("SELECT name, v FROM sqlt.events WHERE ts >= '2021-03-01 12:00:05'", "attr('ts') >= 1614600005000"),
+    ("SELECT v FROM sqlt.events WHERE ts < '2021-03-01 12:00:02.0005'", "attr('ts') <= 1614600002000"),
+    ("SELECT v FROM sqlt.events WHERE ts = '2021-03-01 12:00:02.0005'", "attr('ts') < -9223372036854775808"),
+    ("SELECT v, day FROM sqlt.events WHERE day = '2021-03-05'", "attr('day') == 18691"),
+    ("SELECT v FROM sqlt.events WHERE day BETWEEN '2021-03-02' AND '2021-03-04 12:00:00'", "(attr('day') >= 18688) and (attr('day') <= 18690)"),
+    ("SELECT v FROM sqlt.events WHERE NOT (day IN ('2021-03-01', '2021-03-09'))", "(attr('day') != 18687) and (attr('day') != 18695)"),
+    ("SELECT name, t FROM sqlt.events WHERE NOT (t > '2021-01-01 00:01:00')", "dim('t') <= 1609459260"),
+    ("SELECT name, v FROM sqlt.events WHERE name = 'b3'", "dim('name') == 'b3'"),
+    ("SELECT name, v FROM sqlt.events WHERE name IN ('a0', 'c2', 'zz') OR v > 55", "(dim('name') == 'a0') or"),
+    ("SELECT count(*), max(v) FROM sqlt.events WHERE name >= 'c' AND name < 'd'", "dim('name') >= 'c'"),
+]
+FILTER_KEPT = [
+    "SELECT k, n FROM %s WHERE n NOT IN (1, NULL)" % P,
+    "SELECT x, y FROM %s WHERE c < 0.1 OR c > 0.9" % D,
+    "SELECT x, y FROM %s WHERE c = 0.3" % D,
+    "SELECT k FROM %s WHERE s LIKE '%%5'" % P,
+    "SELECT x, y FROM %s WHERE a > b" % D,
+]
+# Whole-table aggregates the reader answers (EXPLAIN says so), and ones it
+# must not (a dense array with a filter: TileDB's dense count counts the
+# failing cells).
+AGG_NATIVE = [
+    "SELECT count(*), sum(b), min(b), max(b), avg(b) FROM %s" % D,
+    "SELECT count(*), sum(a), min(c), max(c), avg(c) FROM %s WHERE x < 5" % D,
+    "SELECT count(*) AS cnt, sum(b) AS s FROM %s WHERE x BETWEEN 3 AND 7 AND y > 20" % D,
+    "SELECT count(n), count(*), sum(n), min(n), max(n), avg(n) FROM %s" % P,
+    "SELECT count(n), sum(n), avg(val), min(val), max(val) FROM %s WHERE n > 5" % P,
+    "SELECT count(*), count(n), sum(n), min(n), avg(n) FROM %s WHERE n > 100" % P,
+    "SELECT count(*), max(k), min(t) FROM %s WHERE k < 300 AND s >= 'd'" % P,
+    "SELECT sum(v), count(*) FROM sqltop",
+    "SELECT count(*) * 2, max(weight) - min(weight) FROM %s" % L,
+    "SELECT count(*), count(n), sum(n), min(n), max(f), avg(f) FROM sqlt.dvar",
+    "SELECT count(n), sum(n), avg(n) FROM sqlt.dvar WHERE i BETWEEN 10 AND 60",
+]
+AGG_ENGINE = [
+    "SELECT count(*), sum(b) FROM %s WHERE a > 15" % D,
+    "SELECT count(DISTINCT n) FROM %s" % P,
+    "SELECT min(s), max(s) FROM %s" % P,
+]
+STATEMENTS = STATEMENTS + [(q, False) for q, _ in FILTER_PUSHED] + [(q, False) for q in FILTER_KEPT] + \
+    [(q, False) for q in AGG_NATIVE] + [(q, False) for q in AGG_ENGINE]
+
 
 @pytest.mark.parametrize("sql,ordered", STATEMENTS, ids=[s for s, _ in STATEMENTS])
 def test_statement_matches_duckdb(env, sql, ordered):
@@ -369,6 +486,62 @@ def test_explain_shows_pushdown(env):
     assert '"subarray":{"x":[[2,3]]}' in plan and '"limit":4' in plan and '"columns":["a"]' in plan, plan
     plan = "\n".join(run_ours(conn, "EXPLAIN SELECT s, count(*) FROM sqlt.pts WHERE k > 500 AND val > 0 GROUP BY s").column(0).to_pylist())
     assert '"subarray":{"k":[[501,597]]}' in plan and "SQL engine" in plan, plan
+
+
+def _explain(conn, sql):
+    return "\n".join(run_ours(conn, "EXPLAIN " + sql).column(0).to_pylist())
+
+
+@pytest.mark.parametrize("sql,cond", FILTER_PUSHED, ids=[s for s, _ in FILTER_PUSHED])
+def test_explain_shows_pushed_filter(env, sql, cond):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert '"filter":"' in plan and cond in plan, plan
+
+
+@pytest.mark.parametrize("sql", FILTER_KEPT)
+def test_explain_keeps_inexact_terms_in_engine(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert '"filter"' not in plan and "Filter" in plan, plan
+
+
+@pytest.mark.parametrize("sql", AGG_NATIVE)
+def test_explain_shows_native_aggregates(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert "answered by the reader" in plan and '"aggregates":' in plan, plan
+
+
+@pytest.mark.parametrize("sql", AGG_ENGINE)
+def test_explain_engine_aggregates(env, sql):
+    conn, _, _ = env
+    plan = _explain(conn, sql)
+    assert "answered by the reader" not in plan and "GroupBy" in plan, plan
+
+
+def test_aggregate_types_stay_stable(env):
+    """Native aggregates give the types the engine gave: COUNT BIGINT, MIN/MAX
+    the column's type, SUM/AVG DOUBLE for non-decimal columns."""
+    conn, _, _ = env
+    t = run_ours(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d")
+    assert [f.type for f in t.schema] == [pa.int64(), pa.int32(), pa.int32(), pa.float32(), pa.float64()] or \
+        t.schema.field(0).type == pa.int64(), t.schema
+    eng = run_ours(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d WHERE a > -1000")
+    assert "answered by the reader" in _explain(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d")
+    assert "answered by the reader" not in _explain(conn, "SELECT count(*), sum(b), min(b), max(c), avg(a) FROM sqlt.dense2d WHERE a > -1000")
+    assert t.schema == eng.schema, (t.schema, eng.schema)
+    assert _rows(t) == _rows(eng) or all(_cell_eq(a, b) for a, b in zip(_rows(t)[0], _rows(eng)[0]))
+
+
+def test_pushed_parameters(env):
+    conn, duck, _ = env
+    for sql, params in [("SELECT k, n FROM sqlt.pts WHERE n > ? AND s <> ?", (7, "alpha0")),
+                        ("SELECT x, y FROM sqlt.dense2d WHERE b BETWEEN ? AND ?", (-3, 3)),
+                        ("SELECT count(*), sum(n) FROM sqlt.pts WHERE n < ?", (12,))]:
+        got = _rows(run_ours(conn, sql, params))
+        want = [tuple(_norm(v) for v in r) for r in duck.execute(sql, params).fetchall()]
+        assert_same(got, want, False, sql)
 
 
 def _err(conn, sql):
@@ -435,14 +608,48 @@ def test_ingest(env):
             cur.adbc_ingest("ing_sparse", pa.table({"k": [9], "bogus": [1]}), mode="append", db_schema_name=SCHEMA)
         assert "bogus" in str(e.value)
         with pytest.raises(adbc_driver_manager.Error) as e:
-            cur.adbc_ingest("brand_new", data, mode="create", db_schema_name=SCHEMA)
-        assert "create_array" in str(e.value)
-        with pytest.raises(adbc_driver_manager.Error) as e:
             cur.adbc_ingest("ing_sparse", data, mode="replace", db_schema_name=SCHEMA)
         assert "replace" in str(e.value)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("ing_sparse", data, mode="create", db_schema_name=SCHEMA)
+        assert "exists" in str(e.value)
         assert tiledb_table(os.path.join(daemon.data, SCHEMA, "ing_sparse")).num_rows == 3
     finally:
         cur.close()
+
+
+def test_ingest_creates_tables(env):
+    """mode="create" / "create_append" / "replace" of a missing table make a
+    sparse array numbered by _rowid from the Arrow schema; TileDB reads it."""
+    conn, duck, daemon = env
+    t1 = pa.table({"name": pa.array(["a", None, "ccc"], pa.string()), "score": pa.array([0.5, 1.5, None], pa.float64()),
+                   "n": pa.array([1, 2, 3], pa.int32()), "flag": [True, False, True],
+                   "ts": pa.array([0, 1_000_000, 2_000_000], pa.timestamp("us"))})
+    t2 = pa.table({"name": ["d"], "score": [4.5], "n": pa.array([4], pa.int32()), "flag": [False],
+                   "ts": pa.array([3_000_000], pa.timestamp("us"))})
+    cur = conn.cursor()
+    try:
+        assert cur.adbc_ingest("made", t1, mode="create", db_schema_name=SCHEMA) in (3, -1)
+        assert cur.adbc_ingest("made", t2, mode="create_append", db_schema_name=SCHEMA) in (1, -1)
+        assert cur.adbc_ingest("made_r", t2, mode="replace", db_schema_name=SCHEMA) in (1, -1)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.adbc_ingest("made", t2, mode="create", db_schema_name=SCHEMA)
+        assert "exists" in str(e.value)
+    finally:
+        cur.close()
+    uri = os.path.join(daemon.data, SCHEMA, "made")
+    with tiledb.open(uri) as A:
+        assert A.schema.sparse and A.schema.domain.dim(0).name == "_rowid"
+        assert [A.schema.attr(i).name for i in range(A.schema.nattr)] == ["name", "score", "n", "flag", "ts"]
+        assert A.schema.attr("name").isnullable and A.schema.attr("ts").dtype == np.dtype("datetime64[us]")
+    got = tiledb_table(uri).sort_by("_rowid").to_pydict()
+    assert got["_rowid"] == [0, 1, 2, 3]
+    assert got["name"] == ["a", None, "ccc", "d"] and got["n"] == [1, 2, 3, 4]
+    assert got["score"][0] == 0.5 and got["score"][2] is None and got["score"][3] == 4.5
+    assert [bool(v) for v in got["flag"]] == [True, False, True, False]
+    t = run_ours(conn, "SELECT name, n FROM sqlt.made WHERE n > 1 ORDER BY _rowid")
+    assert t.column("name").to_pylist() == [None, "ccc", "d"]
+    assert tiledb_table(os.path.join(daemon.data, SCHEMA, "made_r")).to_pydict()["name"] == ["d"]
 
 
 def test_json_protocol_still_served(env):
@@ -460,19 +667,10 @@ import shutil  # noqa: E402
 import subprocess  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JDBC_DIR = os.path.join(HERE, "jdbc")
-JDBC_JAR = os.path.join(JDBC_DIR, "target", "jdbccheck.jar")
-JDBC_DRIVER = os.path.join(JDBC_DIR, "target", "dependency", "flight-sql-jdbc-driver-18.3.0.jar")
-JAVA_OPTS = ["--add-opens=java.base/java.nio=ALL-UNNAMED"]
-
-
-@pytest.fixture(scope="module")
-def jdbc_jars():
-    """The JdbcCheck program and the driver (`make jdbc` builds them; built
-    here with Maven when missing, fetching the driver from Maven Central)."""
-    if not (os.path.exists(JDBC_JAR) and os.path.exists(JDBC_DRIVER)):
-        subprocess.run(["mvn", "-q", "-B", "package"], cwd=JDBC_DIR, check=True, timeout=900)
-    return JDBC_JAR, JDBC_DRIVER
+# The JDBC check program and driver come from conftest.py's jdbc_jars
+# fixture (shared with the Spark session, which puts the driver on its
+# classpath).
+from conftest import JAVA_OPTS  # noqa: E402
 
 
 def _jdbc_url(daemon):
@@ -515,30 +713,20 @@ def test_jdbc_driver(env, jdbc_jars):
     assert facts["query6"].startswith("ERROR") and "position" in facts["query6"], facts["query6"]
 
 
-def test_spark_jdbc_source(env, jdbc_jars):
+def test_spark_jdbc_source(env, spark):
     """Spark reads an array through spark.read.jdbc with the Flight SQL
-    driver (local mode, one task); Spark's pushed WHERE lands as SQL."""
-    pyspark = pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
+    driver (the shared local SparkSession of conftest.py, which has the
+    driver on its classpath); Spark's pushed WHERE lands as SQL."""
     conn, duck, daemon = env
     if not shutil.which("java"):
         pytest.fail("Java is needed for Spark")
-    spark = (SparkSession.builder.master("local[1]").appName("tileflight-jdbc")
-             .config("spark.jars", jdbc_jars[1])
-             .config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .getOrCreate())
-    try:
-        props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
-        df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
-        assert df.columns == ["k", "t", "s", "n", "val"]
-        # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
-        got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
-        want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
-        assert got == want and len(want) > 10
-    finally:
-        spark.stop()
+    props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
+    df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
+    assert df.columns == ["k", "t", "s", "n", "val"]
+    # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
+    got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
+    want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
+    assert got == want and len(want) > 10
 
 
 def test_tokens(env, flightd_bin):  # noqa: F811

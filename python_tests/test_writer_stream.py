@@ -284,6 +284,48 @@ def test_stream_dense_fragments_read_by_tiledb(tfwrite, tmp_path, layout):
         assert A.nonempty_domain() == ((3, 90), (2, 27))
 
 
+@pytest.mark.parametrize("layout", ["row-major", "col-major"])
+@pytest.mark.parametrize("max_bytes", [2000, 10**9])
+def test_stream_dense_fixed_read_by_tiledb(tfwrite, tmp_path, layout, max_bytes):
+    # Fixed-size attributes only: the writer's tile pipeline (tiles
+    # filtered as their cells arrive, gathered from the batches or
+    # filtered in place), in one fragment or one per band of tiles.
+    js = {"type": "dense", "cell_order": "row-major",
+          "dimensions": [{"name": "r", "type": "int32", "domain": [0, 99], "tile": 8},
+                         {"name": "c", "type": "int32", "domain": [0, 29], "tile": 30}],
+          "attributes": [{"name": "a", "type": "int64", "filters": [{"name": "zstd", "level": 1}]},
+                         {"name": "f", "type": "float64", "nullable": True,
+                          "filters": [{"name": "byteshuffle"}, {"name": "lz4"}]},
+                         {"name": "p", "type": "int32", "cell_val_num": 2}]}
+    arr = str(tmp_path / "dfix")
+    create(tfwrite, arr, js, tmp_path)
+    sub = [[3, 90], [0, 29]]  # whole rows: tiles of 8 rows are contiguous in row-major input
+    shape = (88, 30)
+    a = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape) * 7 - 5000
+    f = (np.arange(a.size, dtype=np.float64) * 0.25).reshape(shape)
+    valid = (np.arange(a.size) % 5 != 0).reshape(shape)
+    p = np.stack([a.astype(np.int32), -a.astype(np.int32)], axis=-1)
+    order = "C" if layout == "row-major" else "F"
+    pv = p.reshape(-1, 2) if order == "C" else p.transpose(1, 0, 2).reshape(-1, 2)
+    t = pa.table({"a": pa.array(a.ravel(order=order)),
+                  "f": pa.array(f.ravel(order=order), mask=~valid.ravel(order=order)),
+                  "p": pa.FixedSizeListArray.from_arrays(pa.array(pv.ravel(), pa.int32()), 2)})
+    write_batches(tmp_path / "in.arrow", t, [97, 1, 500, 3] * 6 + [t.num_rows])
+    res = json.loads(run(tfwrite, "write", arr, tmp_path / "in.arrow", "-stream", "-max-bytes", max_bytes,
+                         "-subarray", json.dumps(sub), "-layout", layout).splitlines()[-1])
+    assert res["Rows"] == a.size
+    # Fragments are cut on bands of tiles along the slowest input
+    # dimension: rows in row-major order; col-major input has one band.
+    assert (len(res["Fragments"]) > 2) == (max_bytes < 10**6 and layout == "row-major")
+    with tiledb.open(arr) as A:
+        r = A.query()[3:91, 0:30]
+        np.testing.assert_array_equal(r["a"], a)
+        np.testing.assert_array_equal(np.ma.getmaskarray(r["f"]), ~valid)
+        np.testing.assert_array_equal(np.ma.getdata(r["f"])[valid], f[valid])
+        np.testing.assert_array_equal(np.asarray(r["p"].tolist()), p)
+        assert A.nonempty_domain() == ((3, 90), (0, 29))
+
+
 def test_stream_duplicates_across_fragments_refused(tfwrite, tmp_path):
     rng = np.random.default_rng(5)
     arr = str(tmp_path / "dup")

@@ -86,6 +86,11 @@ type Query struct {
 	// Stage is only meaningful to DoPut: write the fragments without
 	// committing them (DESIGN.md §5, staged writes).
 	Stage bool
+	// DropFailing is not a JSON key: the Flight SQL layer sets it so that
+	// a dense read with a filter returns only the cells that pass (as a
+	// sparse read does) instead of TileDB's fill values for the others,
+	// which a SQL WHERE must not see.
+	DropFailing bool
 }
 
 // Aggregate is one aggregate of the `aggregates` key: Op over Field

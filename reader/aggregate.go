@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -42,6 +43,9 @@ type aggState struct {
 	fsum                 float64
 	mm                   []byte // min/max so far (values > 0)
 	overflow             bool
+	// str: min/max of a STRING_ASCII field (var-sized or fixed), compared
+	// as bytes as TileDB's std::less<std::string_view>; mm holds the value.
+	str bool
 }
 
 // newAggs checks the aggregates of q against the array's schema the way
@@ -65,9 +69,15 @@ func newAggs(s *schema.ArraySchema, dir string, aggs []query.Aggregate) ([]*aggS
 					return nil, bad("null_count is only for nullable fields (TileDB)")
 				}
 			case "sum", "mean", "min", "max":
-				if (a.Op == "min" || a.Op == "max") && (f.Type == datatype.StringASCII || f.Type == datatype.Char) {
-					// TileDB has them; not built here yet.
-					return nil, errkind.Errorf(errkind.Unimplemented, "array %s: aggregates: %s: min/max of strings are not implemented yet", dir, a.Column())
+				if (a.Op == "min" || a.Op == "max") && f.Type == datatype.StringASCII && f.Enumeration == nil {
+					st.str = true
+					break
+				}
+				if (a.Op == "min" || a.Op == "max") && (f.Type.IsString() || f.Type == datatype.Char) {
+					// TileDB 2.30's MinOperation/MaxOperation take
+					// STRING_ASCII only ("Datatype::CHAR is not a
+					// supported Datatype").
+					return nil, bad(fmt.Sprintf("TileDB defines min/max of strings for string_ascii only, not %s", f.Type.TileDBName()))
 				}
 				if f.IsVar() || f.CellValNum != 1 {
 					return nil, bad("only fields of one fixed-size value per cell can be summed or compared")
@@ -96,6 +106,9 @@ func newAggs(s *schema.ArraySchema, dir string, aggs []query.Aggregate) ([]*aggS
 // of the subarray, and nowhere else.
 func (a *aggState) add(data []byte, n int, valid func(int) bool, pass, written []bool, dense bool) error {
 	in := func(i int) bool { return (pass == nil || pass[i]) && (written == nil || written[i]) }
+	if a.str && a.spec.Op != "count" && a.spec.Op != "null_count" {
+		return fmt.Errorf("%s: a string aggregate needs its cells (addStrings)", a.spec.Column())
+	}
 	switch a.spec.Op {
 	case "count":
 		if dense {
@@ -225,6 +238,59 @@ func aggNum[T numeric](a *aggState, data []byte, n int, all bool, sel func(int) 
 	}
 }
 
+// addStrings is add for string min/max: cell(i) returns cell i's bytes.
+func (a *aggState) addStrings(n int, cell func(int) []byte, valid func(int) bool, pass, written []bool) {
+	isMin := a.spec.Op == "min"
+	for i := 0; i < n; i++ {
+		if pass != nil && !pass[i] || written != nil && !written[i] || valid != nil && !valid(i) {
+			continue
+		}
+		v := cell(i)
+		if a.values == 0 {
+			a.mm = append(a.mm[:0], v...)
+		} else if c := bytes.Compare(v, a.mm); isMin && c < 0 || !isMin && c > 0 {
+			a.mm = append(a.mm[:0], v...)
+		}
+		a.values++
+	}
+}
+
+// cellsOf returns the bytes of cell i of a string column (nil for other
+// types).
+func cellsOf(col arrow.Array) func(int) []byte {
+	switch c := col.(type) {
+	case *arrowarray.String:
+		return func(i int) []byte { return []byte(c.Value(i)) }
+	case *arrowarray.LargeString:
+		return func(i int) []byte { return []byte(c.Value(i)) }
+	case *arrowarray.Binary:
+		return c.Value
+	case *arrowarray.LargeBinary:
+		return c.Value
+	case *arrowarray.FixedSizeBinary:
+		return c.Value
+	}
+	return nil
+}
+
+// denseCells returns the bytes of cell i of a dense chunk's column: fixed
+// cells of size, or var cells by their start offsets (the last one ends
+// at len(data)).
+func denseCells(col *colData, size int) func(int) []byte {
+	if col.offsets == nil {
+		return func(i int) []byte { return col.data[i*size : (i+1)*size] }
+	}
+	n := len(col.offsets) / 8
+	return func(i int) []byte {
+		lo := binary.LittleEndian.Uint64(col.offsets[8*i:])
+		hi := uint64(len(col.data))
+		if i+1 < n {
+			hi = binary.LittleEndian.Uint64(col.offsets[8*(i+1):])
+		}
+		return col.data[lo:hi]
+	}
+}
+
 // column is the aggregate's one-cell result column and its Arrow field.
 func (a *aggState) column(dense bool) (arrow.Field, arrow.Array, error) {
 	name := a.spec.Column()
@@ -291,8 +357,16 @@ func (a *aggState) column(dense bool) (arrow.Field, arrow.Array, error) {
 	f.Nullable = true
 	val := a.mm
 	valid := []byte{1}
+	cellSize := a.size
+	if a.str && !f.IsVar() {
+		cellSize = f.CellSize()
+	}
 	if a.values == 0 {
-		val = make([]byte, a.size)
+		// Strings: TileDB's var-sized answer without a value is empty.
+		val = make([]byte, cellSize)
+		if a.str && f.IsVar() {
+			val = []byte{}
+		}
 		if !dense || nullable {
 			valid[0] = 0
 		}
@@ -301,7 +375,11 @@ func (a *aggState) column(dense bool) (arrow.Field, arrow.Array, error) {
 	if err != nil {
 		return arrow.Field{}, nil, err
 	}
-	col, err := arrowconv.NewColumn(f, val, nil, valid, 1)
+	var offs []byte
+	if f.IsVar() {
+		offs = make([]byte, 8)
+	}
+	col, err := arrowconv.NewColumn(f, val, offs, valid, 1)
 	return af, col, err
 }
 
@@ -460,6 +538,10 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 					if v := col.validity; v != nil {
 						valid = func(i int) bool { return v[i] != 0 }
 					}
+					if a.str && a.spec.Op != "count" && a.spec.Op != "null_count" {
+						a.addStrings(c.n, denseCells(col, a.field.CellSize()), valid, c.pass, c.written)
+						continue
+					}
 				}
 				if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
 					return fmt.Errorf("array %s: %w", p.Array.Dir, err)
@@ -512,6 +594,15 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 						if col.NullN() > 0 {
 							valid = col.IsValid
 						}
+						if a.str && a.spec.Op != "count" && a.spec.Op != "null_count" {
+							cell := cellsOf(col)
+							if cell == nil {
+								rec.Release()
+								return fmt.Errorf("array %s: %s: column of type %s", p.Array.Dir, a.spec.Column(), col.DataType())
+							}
+							a.addStrings(n, cell, valid, nil, nil)
+							continue
+						}
 						if a.size > 0 && !a.field.IsVar() {
 							bufs := col.Data().Buffers()
 							if len(bufs) > 1 && bufs[1] != nil {
@@ -557,6 +648,9 @@ var statTiles atomic.Int64
 func (a *aggState) fromStats(f *array.Fragment, t, cells uint64) (func(), bool, error) {
 	if a.spec.Field == "*" || a.spec.Op == "count" {
 		return func() { a.cells += cells }, true, nil
+	}
+	if a.str && a.spec.Op != "null_count" {
+		return nil, false, nil // string min/max read their tiles
 	}
 	var mi int
 	if d := f.Schema.DimensionIndex(a.spec.Field); d >= 0 {

@@ -15,6 +15,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -157,6 +159,10 @@ type b2ndSource struct {
 	// of item (in the dtype's byte order); such chunks are not emitted.
 	special func(item []byte, cells uint64) error
 	ranges  [][]interval
+	// mranges are ranges sorted and merged per dimension.
+	mranges [][]interval
+	// mapped is the contiguous frame's file mapped in memory, if it is.
+	mapped []byte
 	rows    int // rows in the current batch
 	left    int64
 	out     chan arrow.RecordBatch
@@ -167,9 +173,6 @@ type b2ndSource struct {
 	blocks map[blockKey][]byte
 	chunks map[int64]*openChunk
 	nd     int
-	// bufs recycles block buffers and decoding scratch (BlockNBytes and
-	// 2*BlockNBytes bytes): a read decodes many blocks of one size.
-	bufs, scratch sync.Pool
 }
 
 type blockKey struct {
@@ -241,6 +244,7 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool,
 				rs = append(rs, interval{lo, hi})
 			}
 			s.ranges = append(s.ranges, rs)
+			s.mranges = append(s.mranges, merged(rs))
 		}
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
@@ -288,6 +292,18 @@ func (s *b2ndSource) Close() {
 func (s *b2ndSource) run(ctx context.Context) error {
 	if s.p.Empty || len(s.ranges) == 0 || s.left == 0 {
 		return nil
+	}
+	// A contiguous frame on local storage is read through a mapping of
+	// its file: the blocks' bytes are decoded where they lie, without a
+	// copy, and the parts of raw byte planes a box skips are never read.
+	// It is unmapped when the read ends (every decoding goroutine has
+	// returned by then).
+	if data, unmap, ok := s.a.MapFrame(ctx); ok {
+		s.mapped = data
+		defer func() {
+			s.mapped = nil
+			unmap()
+		}()
 	}
 	s.newBatch()
 	var err error
@@ -501,26 +517,43 @@ func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
 }
 
 // load decodes the blocks of the cross product of per-dimension (chunk,
-// block) pairs into s.blocks, reading chunks not open yet.
-func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
+// block) pairs into blocks, reading chunks not open yet. Chunks of a
+// contiguous frame are opened by their head only; the blocks are then
+// read and decoded in pieces of consecutive blocks, in parallel, so that
+// both the reads and the decompression use every worker, and a block the
+// subarray covers less than half of is unshuffled only where it is read
+// (see blockSpans).
+func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[blockKey][]byte) error {
 	type job struct {
-		key blockKey
+		key   blockKey
+		spans []b2chunk.Span
+	}
+	locals := make([][][]interval, s.nd)
+	for d := range per {
+		locals[d] = make([][]interval, len(per[d]))
+		for k, p := range per[d] {
+			locals[d][k] = s.blockLocal(d, p)
+		}
 	}
 	var jobs []job
 	idx := make([]int, s.nd)
-	cc := make([]int64, s.nd)
+	loc := make([][]interval, s.nd)
 	for {
 		var chunkN int64
 		block := 0
 		for d := 0; d < s.nd; d++ {
-			cc[d] = per[d][idx[d]][0]
 			chunkN = chunkN*s.a.ChunksPer[d] + per[d][idx[d]][0]
 			block = block*int(s.a.BlocksPer[d]) + int(per[d][idx[d]][1])
+			loc[d] = locals[d][idx[d]]
 		}
 		k := blockKey{chunkN, block}
-		if _, ok := s.blocks[k]; !ok {
-			jobs = append(jobs, job{k})
-			s.blocks[k] = nil
+		if _, ok := blocks[k]; !ok {
+			sp := s.blockSpans(loc)
+			if sp != nil {
+				b2ndSpanBlocks.Add(1)
+			}
+			jobs = append(jobs, job{k, sp})
+			blocks[k] = nil
 		}
 		d := s.nd - 1
 		for ; d >= 0; d-- {
@@ -540,8 +573,8 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 	if ws := s.opt.MaxWorkingSet; ws > 0 && int64(len(jobs))*int64(s.a.BlockNBytes()) > ws {
 		return errkind.Errorf(errkind.ResourceExhausted, "array %s: the query needs %d blocks of %d bytes at once, more than the working set of %d bytes", s.a.Name, len(jobs), s.a.BlockNBytes(), ws)
 	}
-	// Open the chunks first (serially: I/O is ranged reads), with block 0
-	// for chunks using delta.
+	// Open the chunks first (serially: a head is a small read), with
+	// block 0 for chunks using delta.
 	for _, j := range jobs {
 		if _, ok := s.chunks[j.key.chunk]; ok {
 			continue
@@ -550,57 +583,207 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64) error {
 			return err
 		}
 	}
+	sort.Slice(jobs, func(i, j int) bool {
+		if jobs[i].key.chunk != jobs[j].key.chunk {
+			return jobs[i].key.chunk < jobs[j].key.chunk
+		}
+		return jobs[i].key.block < jobs[j].key.block
+	})
+	// Pieces: runs of consecutive blocks of one chunk (one read each), cut
+	// so that every worker gets about two.
+	workers := max(s.opt.Workers, 1)
+	most := max(1, (len(jobs)+2*workers-1)/(2*workers))
+	var pieces [][2]int
+	for i := 0; i < len(jobs); {
+		e := i + 1
+		for e < len(jobs) && e-i < most && jobs[e].key.chunk == jobs[i].key.chunk && jobs[e].key.block == jobs[e-1].key.block+1 {
+			e++
+		}
+		pieces = append(pieces, [2]int{i, e})
+		i = e
+	}
+	if s.mapped != nil && b2ndBeforeDecode != nil {
+		b2ndBeforeDecode()
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(s.opt.Workers, 1))
+	g.SetLimit(workers)
 	bufs := make([][]byte, len(jobs))
-	for i, j := range jobs {
-		oc := s.chunks[j.key.chunk]
-		g.Go(func() error {
+	for _, pc := range pieces {
+		g.Go(func() (err error) {
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}
-			buf := s.getBuf(&s.bufs, s.a.BlockNBytes())
-			tmp := s.getBuf(&s.scratch, 2*s.a.BlockNBytes())
-			defer s.scratch.Put(&tmp)
-			if j.key.block >= oc.c.NBlocks() {
-				return s.a.ChunkErr(j.key.chunk, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, oc.c.NBlocks()))
+			n := jobs[pc[0]].key.chunk
+			if s.mapped != nil {
+				// A mapped file truncated by another program faults: an
+				// error naming the chunk, not a crash.
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				defer func() {
+					if r := recover(); r != nil {
+						if _, fault := r.(interface{ Addr() uintptr }); !fault {
+							panic(r)
+						}
+						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
+					}
+				}()
 			}
-			if j.key.block == 0 && oc.block0 != nil {
-				copy(buf, oc.block0)
-			} else if err := oc.c.DecodeBlock(j.key.block, buf, oc.block0, tmp); err != nil {
-				return s.a.ChunkErr(j.key.chunk, err)
+			oc := s.chunks[n]
+			c := oc.c
+			for _, j := range jobs[pc[0]:pc[1]] {
+				if j.key.block >= c.NBlocks() {
+					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, c.NBlocks()))
+				}
 			}
-			bufs[i] = buf
+			// The stored bytes of the piece's blocks, read at once when
+			// the chunk holds only its head.
+			var raw []byte
+			lo, hi := -1, -1
+			for _, j := range jobs[pc[0]:pc[1]] {
+				if off, end := c.BlockRange(j.key.block); end > off {
+					if lo < 0 || off < lo {
+						lo = off
+					}
+					hi = max(hi, end)
+				}
+			}
+			if c.Head() && lo >= 0 && s.mapped != nil {
+				pos, _ := s.a.ChunkPos(n)
+				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
+			} else if c.Head() && lo >= 0 {
+				raw = getB2NDBuf(hi - lo)
+				defer putB2NDBuf(raw)
+				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
+					return err
+				}
+			}
+			tmp := getB2NDBuf(2 * s.a.BlockNBytes())
+			defer putB2NDBuf(tmp)
+			for k := pc[0]; k < pc[1]; k++ {
+				j := jobs[k]
+				buf := getB2NDBuf(s.a.BlockNBytes())
+				if j.key.block == 0 && oc.block0 != nil {
+					copy(buf, oc.block0)
+				} else {
+					var err error
+					if c.Head() {
+						off, end := c.BlockRange(j.key.block)
+						if end > off {
+							err = c.DecodeBlockAt(j.key.block, raw[off-lo:end-lo], buf, oc.block0, tmp, j.spans)
+						} else {
+							err = c.DecodeBlockAt(j.key.block, nil, buf, oc.block0, tmp, j.spans)
+						}
+					} else {
+						err = c.DecodeBlock(j.key.block, buf, oc.block0, tmp)
+					}
+					if err != nil {
+						putB2NDBuf(buf)
+						return s.a.ChunkErr(n, err)
+					}
+				}
+				bufs[k] = buf
+			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+	err := g.Wait()
 	for i, j := range jobs {
-		s.blocks[j.key] = bufs[i]
+		blocks[j.key] = bufs[i]
 	}
-	return nil
+	return err
 }
 
-// openChunk reads and checks chunk n (with its block 0 decoded when the
-// chunk uses delta) into s.chunks.
+// blockLocal is the part of the subarray's (merged) ranges of dimension d
+// inside block p (chunk, block), in coordinates relative to the block.
+func (s *b2ndSource) blockLocal(d int, p [2]int64) []interval {
+	blo := p[0]*s.a.ChunkShape[d] + p[1]*s.a.BlockShape[d]
+	bhi := min(blo+s.a.BlockShape[d], (p[0]+1)*s.a.ChunkShape[d], s.a.Shape[d]) - 1
+	var out []interval
+	for _, r := range s.mranges[d] {
+		if lo, hi := max(r.lo, blo), min(r.hi, bhi); lo <= hi {
+			out = append(out, interval{lo - blo, hi - blo})
+		}
+	}
+	return out
+}
+
+// maxBlockSpans bounds the spans of a partly decoded block; a subarray
+// cutting a block into more pieces decodes it whole.
+const maxBlockSpans = 4096
+
+// blockSpans lists the byte ranges of a block that the subarray covers,
+// given its block-local intervals per dimension, or nil (decode the whole
+// block) when they cover half the block or more.
+func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
+	covered, rows := int64(1), int64(1)
+	for d, ivs := range loc {
+		k := int64(0)
+		for _, iv := range ivs {
+			k += iv.hi - iv.lo + 1
+		}
+		covered *= k
+		if d < s.nd-1 {
+			rows *= k
+		}
+	}
+	if covered*2 >= s.a.BlockItems || rows*int64(len(loc[s.nd-1])) > maxBlockSpans {
+		return nil
+	}
+	is := int64(s.a.ItemSize)
+	var spans []b2chunk.Span
+	var walk func(d int, base int64)
+	walk = func(d int, base int64) {
+		stride := int64(1)
+		for k := d + 1; k < s.nd; k++ {
+			stride *= s.a.BlockShape[k]
+		}
+		for _, iv := range loc[d] {
+			if d == s.nd-1 {
+				off, n := int((base+iv.lo)*is), int((iv.hi-iv.lo+1)*is)
+				if k := len(spans) - 1; k >= 0 && spans[k].Off+spans[k].Len == off {
+					spans[k].Len += n
+				} else {
+					spans = append(spans, b2chunk.Span{Off: off, Len: n})
+				}
+				continue
+			}
+			for x := iv.lo; x <= iv.hi; x++ {
+				walk(d+1, base+x*stride)
+			}
+		}
+	}
+	walk(0, 0)
+	return spans
+}
+
+// openChunk reads and checks chunk n (its head only in a contiguous frame;
+// with its block 0 decoded when the chunk uses delta) into s.chunks.
 func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
-	c, err := s.a.ReadChunk(ctx, n)
+	c, err := s.a.ReadChunkHead(ctx, n)
 	if err != nil {
 		return nil, err
-	}
-	oc := &openChunk{c: c}
-	if c.UsesDelta() {
-		oc.block0 = make([]byte, c.BlockLen(0))
-		if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
-			c.Close()
-			return nil, s.a.ChunkErr(n, err)
-		}
 	}
 	if c.NBytes != s.a.ChunkNBytes() || c.BlockSize != s.a.BlockNBytes() && c.Special() == b2chunk.SpecialNone {
 		c.Close()
 		return nil, s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block size %d, want %d", c.BlockSize, s.a.BlockNBytes()))
+	}
+	oc := &openChunk{c: c}
+	if c.UsesDelta() {
+		oc.block0 = make([]byte, c.BlockLen(0))
+		if c.Head() {
+			off, end := c.BlockRange(0)
+			raw := make([]byte, end-off)
+			err := s.a.ReadChunkBytes(ctx, n, off, end, raw)
+			if err == nil {
+				err = c.DecodeBlockAt(0, raw, oc.block0, nil, nil, nil)
+			}
+			if err != nil {
+				c.Close()
+				return nil, s.a.ChunkErr(n, err)
+			}
+		} else if err := c.DecodeBlock(0, oc.block0, nil, nil); err != nil {
+			c.Close()
+			return nil, s.a.ChunkErr(n, err)
+		}
 	}
 	s.chunks[n] = oc
 	return oc, nil
@@ -646,24 +829,80 @@ func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]int
 	return true, nil
 }
 
+// b2ndBeforeDecode, when set (tests), runs when a read of a mapped file
+// has opened its chunks and is about to decode their blocks.
+var b2ndBeforeDecode func()
+
+// b2ndSpanBlocks counts the blocks decoded only where the subarray
+// covers them (tests).
+var b2ndSpanBlocks atomic.Int64
+
 // b2ndSpecialChunks counts the special chunks aggregated whole (tests).
 var b2ndSpecialChunks atomic.Int64
 
-func (s *b2ndSource) getBuf(p *sync.Pool, n int) []byte {
-	if b, ok := p.Get().(*[]byte); ok && len(*b) == n {
-		return *b
+// b2ndFree recycles the buffers of .b2nd reads across queries (blocks,
+// decoding scratch, stored bytes): one bounded free list per power-of-two
+// capacity, holding at most b2ndFreeBytes each. A read decodes many blocks
+// of one size, and a fresh buffer would be zeroed and collected each time;
+// unlike a sync.Pool, a free list survives garbage collections, which the
+// read's own allocations trigger every few queries.
+var b2ndFree sync.Map // capacity -> chan []byte
+
+const b2ndFreeBytes = 16 << 20
+
+func b2ndFreeList(c int) chan []byte {
+	if l, ok := b2ndFree.Load(c); ok {
+		return l.(chan []byte)
 	}
-	return make([]byte, n)
+	l, _ := b2ndFree.LoadOrStore(c, make(chan []byte, max(2, b2ndFreeBytes/c)))
+	return l.(chan []byte)
 }
 
-// releaseBlocks returns the decoded blocks to the pool.
-func (s *b2ndSource) releaseBlocks() {
-	for _, b := range s.blocks {
+// getB2NDBuf returns a buffer of n bytes (not zeroed).
+func getB2NDBuf(n int) []byte {
+	c := 4096
+	if n > c {
+		c = 1 << bits.Len(uint(n-1))
+	}
+	select {
+	case b := <-b2ndFreeList(c):
+		return b[:n]
+	default:
+		return make([]byte, n, c)
+	}
+}
+
+// putB2NDBuf hands back a buffer getB2NDBuf returned.
+func putB2NDBuf(b []byte) {
+	select {
+	case b2ndFreeList(cap(b)) <- b:
+	default:
+	}
+}
+
+// releaseBlocks returns decoded blocks to the free lists.
+func releaseBlocks(m map[blockKey][]byte) {
+	for _, b := range m {
 		if b != nil {
-			s.bufs.Put(&b)
+			putB2NDBuf(b)
 		}
 	}
-	s.blocks = map[blockKey][]byte{}
+	clear(m)
+}
+
+// keepChunks closes the open chunks whose coordinate along dimension d is
+// not ch (a group goes on in that chunk).
+func (s *b2ndSource) keepChunks(d int, ch int64) {
+	inner := int64(1)
+	for k := d + 1; k < s.nd; k++ {
+		inner *= s.a.ChunksPer[k]
+	}
+	for n, oc := range s.chunks {
+		if (n/inner)%s.a.ChunksPer[d] != ch {
+			oc.c.Close()
+			delete(s.chunks, n)
+		}
+	}
 }
 
 func (s *b2ndSource) dropChunks() {
@@ -671,7 +910,6 @@ func (s *b2ndSource) dropChunks() {
 		oc.c.Close()
 	}
 	s.chunks = map[int64]*openChunk{}
-	s.releaseBlocks()
 }
 
 // locate returns the block buffer and in-block item offset of coordinates c.
@@ -718,45 +956,89 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 	budget := min(s.opt.MemoryBudget/4, b2ndGroupBytes)
 	k := max(int64(1), budget/max(rowBlocks*int64(s.a.BlockNBytes()), 1))
 	cs, bs := s.a.ChunkShape[outer], s.a.BlockShape[outer]
-	lastOuterChunk := int64(-1)
-	c := make([]int64, s.nd)
+	type group struct {
+		lo, hi int64
+		rows   [][2]int64
+		blocks map[blockKey][]byte
+	}
+	var groups []group
 	for _, iv := range s.ranges[outer] {
 		for lo := iv.lo; lo <= iv.hi; {
 			ch := lo / cs
 			b0 := (lo % cs) / bs
 			hi := min(iv.hi, ch*cs+min((b0+k)*bs, cs)-1)
-			if ch != lastOuterChunk {
-				s.dropChunks()
-				lastOuterChunk = ch
-			} else {
-				s.releaseBlocks()
-			}
-			grp := append([][][2]int64(nil), per...)
-			grp[outer] = nil
+			g := group{lo: lo, hi: hi}
 			for b := b0; b <= (hi%cs)/bs; b++ {
-				grp[outer] = append(grp[outer], [2]int64{ch, b})
+				g.rows = append(g.rows, [2]int64{ch, b})
 			}
-			if err := s.load(ctx, grp); err != nil {
-				return err
-			}
-			if s.nd == 1 {
-				err := s.split(0, interval{lo, hi}, func(a, b int64) error {
-					c[0] = a
-					buf, off := s.locate(c)
-					return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
-				})
-				if err != nil {
-					return err
-				}
-			} else {
-				for x := lo; x <= hi; x++ {
-					c[outer] = x
-					if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
-						return err
-					}
-				}
-			}
+			groups = append(groups, g)
 			lo = hi + 1
+		}
+	}
+	// The groups are decoded one ahead of their emission, by a goroutine
+	// of their own, so that decoding the next group overlaps emitting
+	// (and sending) this one; at most two groups are held at once.
+	lctx, lcancel := context.WithCancel(ctx)
+	loaded := make(chan group)
+	var lerr error
+	var lwg sync.WaitGroup
+	lwg.Add(1)
+	go func() {
+		defer lwg.Done()
+		defer close(loaded)
+		for _, g := range groups {
+			s.keepChunks(outer, g.rows[0][0])
+			grp := append([][][2]int64(nil), per...)
+			grp[outer] = g.rows
+			g.blocks = map[blockKey][]byte{}
+			if err := s.load(lctx, grp, g.blocks); err != nil {
+				releaseBlocks(g.blocks)
+				lerr = err
+				return
+			}
+			select {
+			case loaded <- g:
+			case <-lctx.Done():
+				releaseBlocks(g.blocks)
+				return
+			}
+		}
+	}()
+	defer func() {
+		lcancel()
+		for g := range loaded {
+			releaseBlocks(g.blocks)
+		}
+		lwg.Wait()
+		s.dropChunks()
+	}()
+	c := make([]int64, s.nd)
+	for g := range loaded {
+		s.blocks = g.blocks
+		err := s.emitGroup(ctx, g.lo, g.hi, order, outer, inner, c)
+		releaseBlocks(g.blocks)
+		s.blocks = nil
+		if err != nil {
+			return err
+		}
+	}
+	return lerr
+}
+
+// emitGroup emits the cells of the outer coordinates [lo, hi] from the
+// decoded blocks in s.blocks.
+func (s *b2ndSource) emitGroup(ctx context.Context, lo, hi int64, order []int, outer, inner int, c []int64) error {
+	if s.nd == 1 {
+		return s.split(0, interval{lo, hi}, func(a, b int64) error {
+			c[0] = a
+			buf, off := s.locate(c)
+			return s.emitRun(ctx, buf, off, 1, b-a+1, c, 0)
+		})
+	}
+	for x := lo; x <= hi; x++ {
+		c[outer] = x
+		if err := s.emitInner(ctx, order[1:], inner, c); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -836,8 +1118,14 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 	}
 	idx := make([]int, s.nd)
 	c := make([]int64, s.nd)
+	s.blocks = map[blockKey][]byte{}
+	defer func() {
+		releaseBlocks(s.blocks)
+		s.dropChunks()
+	}()
 	for {
 		s.dropChunks()
+		releaseBlocks(s.blocks)
 		grp := make([][][2]int64, s.nd)
 		for d := range grp {
 			ch := chunksOf[d][idx[d]]
@@ -855,7 +1143,7 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 		if done {
 			goto next
 		}
-		if err := s.load(ctx, grp); err != nil {
+		if err := s.load(ctx, grp, s.blocks); err != nil {
 			return err
 		}
 		// Blocks of this chunk in C order.

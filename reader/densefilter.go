@@ -49,6 +49,9 @@ func (d *dense) filterChunk(c *chunk) error {
 		c.pass = pass
 		return nil
 	}
+	if d.p.Query != nil && d.p.Query.DropFailing {
+		return d.dropFailing(c, pass)
+	}
 	for i, f := range d.fields[:d.nout] {
 		if f.Role == arrowconv.Dimension {
 			continue
@@ -189,4 +192,63 @@ func (d *dense) markWritten(c *chunk, l *chunkLayout, regs []region) {
 			d.walk(l, &regs[i], fr.nlo, fr.nhi, mark)
 		}
 	}
+}
+
+// dropFailing removes the cells that fail the filter from a built chunk
+// (query.Query.DropFailing): every column, dimensions included, keeps the
+// passing cells in order. The columns are copied, never compacted in
+// place, since a dimension column may be shared between chunks.
+func (d *dense) dropFailing(c *chunk, pass []bool) error {
+	n := 0
+	for _, ok := range pass {
+		if ok {
+			n++
+		}
+	}
+	for i, f := range d.fields {
+		col := &c.cols[i]
+		var out colData
+		if col.validity != nil {
+			out.validity = make([]byte, 0, n)
+			for k, ok := range pass {
+				if ok {
+					out.validity = append(out.validity, col.validity[k])
+				}
+			}
+		}
+		if !f.IsVar() {
+			cs := f.CellSize()
+			if len(col.data) < c.n*cs {
+				return errkind.Errorf(errkind.DataLoss, "array %s: field %q: %d bytes for %d cells", d.p.Array.Dir, f.Name, len(col.data), c.n)
+			}
+			out.data = make([]byte, 0, n*cs)
+			for k, ok := range pass {
+				if ok {
+					out.data = append(out.data, col.data[k*cs:(k+1)*cs]...)
+				}
+			}
+			*col = out
+			continue
+		}
+		out.offsets = make([]byte, 0, 8*n)
+		for k, ok := range pass {
+			if !ok {
+				continue
+			}
+			s := binary.LittleEndian.Uint64(col.offsets[8*k:])
+			e := uint64(len(col.data))
+			if k+1 < c.n {
+				e = binary.LittleEndian.Uint64(col.offsets[8*(k+1):])
+			}
+			if s > e || e > uint64(len(col.data)) {
+				return errkind.Errorf(errkind.DataLoss, "array %s: field %q: offsets %d..%d outside %d bytes", d.p.Array.Dir, f.Name, s, e, len(col.data))
+			}
+			out.offsets = binary.LittleEndian.AppendUint64(out.offsets, uint64(len(out.data)))
+			out.data = append(out.data, col.data[s:e]...)
+		}
+		*col = out
+	}
+	c.n = n
+	c.fail = nil
+	return nil
 }

@@ -211,15 +211,22 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 			d.p.Array.Dir, c.n, maxChunkCells)
 	}
 	c.cols = make([]colData, len(d.fields))
-	for i, f := range d.fields {
-		if f.Role == arrowconv.Dimension {
-			c.cols[i] = colData{data: d.dimColumn(c, &l, i, f)}
-		}
-	}
 	regs := d.regions(c)
 	if d.prog != nil {
 		if err := d.pruneTiles(c, &l, regs); err != nil {
 			return err
+		}
+		if !d.agg && d.p.Query != nil && d.p.Query.DropFailing && allFail(c.fail) {
+			// Every cell's newest version is in a tile whose statistics
+			// rule the filter out, and failing cells are dropped: nothing
+			// of this chunk is read or built.
+			c.n, c.fail = 0, nil
+			return nil
+		}
+	}
+	for i, f := range d.fields {
+		if f.Role == arrowconv.Dimension {
+			c.cols[i] = colData{data: d.dimColumn(c, &l, i, f)}
 		}
 	}
 	if d.agg {
@@ -726,3 +733,16 @@ func (d *dense) dimColumn(c *chunk, l *chunkLayout, ci int, f arrowconv.Field) [
 }
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// allFail says whether fail marks every cell (nil: none marked).
+func allFail(fail []bool) bool {
+	if fail == nil {
+		return false
+	}
+	for _, f := range fail {
+		if !f {
+			return false
+		}
+	}
+	return true
+}

@@ -9,6 +9,7 @@ package reader
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -195,7 +196,9 @@ func (r *Reader) Close() {
 	}
 }
 
-// FieldFor describes dimension or attribute name of s for arrowconv.
+// FieldFor describes dimension or attribute name of s for arrowconv. An
+// enumerated attribute of a dense array whose fill value is no index of
+// its enumeration is a nullable column (see withFillIndex).
 func FieldFor(s *schema.ArraySchema, name string) (arrowconv.Field, error) {
 	if i := s.DimensionIndex(name); i >= 0 {
 		d := &s.Dimensions[i]
@@ -215,8 +218,53 @@ func FieldFor(s *schema.ArraySchema, name string) (arrowconv.Field, error) {
 		e := ref.Enum
 		f.Enumeration = &arrowconv.Enumeration{Name: ref.Name, Type: e.Type, CellValNum: e.CellValNum,
 			Ordered: e.Ordered, Data: e.Data, Offsets: e.Offsets}
+		if s.IsDense() {
+			withFillIndex(at, &f)
+		}
 	}
 	return f, nil
+}
+
+// withFillIndex lets a dense read of an enumerated attribute return the
+// cells that hold the attribute's fill value as nulls when that index has
+// no enumeration value (TileDB fills unwritten cells, and cells failing a
+// filter, with it: uint8's default 255 with a 3-value enumeration). TileDB
+// returns such a cell's raw index and no value; any other index outside
+// the enumeration is still DATA_LOSS.
+func withFillIndex(at *schema.Attribute, f *arrowconv.Field) {
+	e := f.Enumeration
+	fill := at.FillValue
+	if len(fill) != at.Type.Size() || at.CellValNum != 1 {
+		return
+	}
+	var v int64
+	switch len(fill) {
+	case 1:
+		v = int64(fill[0])
+		if at.Type.IsSigned() {
+			v = int64(int8(fill[0]))
+		}
+	case 2:
+		u := binary.LittleEndian.Uint16(fill)
+		v = int64(u)
+		if at.Type.IsSigned() {
+			v = int64(int16(u))
+		}
+	case 4:
+		u := binary.LittleEndian.Uint32(fill)
+		v = int64(u)
+		if at.Type.IsSigned() {
+			v = int64(int32(u))
+		}
+	case 8:
+		v = int64(binary.LittleEndian.Uint64(fill))
+	default:
+		return
+	}
+	if v >= 0 && v < int64(e.Len()) {
+		return // the fill is a value of the enumeration: nothing to hide
+	}
+	e.HasFill, e.FillIndex = true, v
 }
 
 // RecordReader adapts r to Arrow's array.RecordReader (for Flight record

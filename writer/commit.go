@@ -51,6 +51,20 @@ func (lw *logicalWrite) add(ctx context.Context, fr *fragment) (*written, error)
 	return &lw.done[len(lw.done)-1], nil
 }
 
+// addBuilt is add for a fragment whose tiles are already filtered (outs,
+// see fragment.writeOuts).
+func (lw *logicalWrite) addBuilt(ctx context.Context, fr *fragment, outs [][]tileOut) error {
+	n := names.New(lw.start(), lw.ts, FormatVersion)
+	m, err := fr.writeOuts(ctx, lw.st, lw.dir, n, outs, genericFilterer(lw.key))
+	if err != nil {
+		lw.done = append(lw.done, written{name: n})
+		return err
+	}
+	fr.tile = nil
+	lw.done = append(lw.done, written{name: n, meta: m, fr: fr})
+	return nil
+}
+
 // commit makes every fragment visible with one object: the fragment's .wrt
 // commit file when there is one fragment, a consolidated commits file
 // listing all of them otherwise.

@@ -90,6 +90,20 @@ func WriteDense(ctx context.Context, st storage.Store, dir string, s *schema.Arr
 // denseFragment describes the fragment of the dense subarray sub (grid
 // pg) whose cells are the columns piece in the input layout.
 func denseFragment(s *schema.ArraySchema, layoutF fragmeta.Layout, fields []*field, pg *grid, sub [][2]int64, layout schema.Layout, piece map[string]*col) *fragment {
+	fr, sts := denseShell(s, layoutF, fields, pg, sub, layout)
+	per := int(pg.perTil)
+	fr.tile = func(t, fi int, sc *scratch) statTile {
+		f := fields[fi]
+		tl := denseTile(f, piece[f.name], &sts[t], per, sc)
+		tl.slabs = sts[t].slabs
+		return tl
+	}
+	return fr
+}
+
+// denseShell is the fragment of the dense subarray sub (grid pg) without
+// a tile source, and its space tiles for input in layout.
+func denseShell(s *schema.ArraySchema, layoutF fragmeta.Layout, fields []*field, pg *grid, sub [][2]int64, layout schema.Layout) (*fragment, []spaceTile) {
 	sts := pg.spaceTiles(layout)
 	per := int(pg.perTil)
 	fr := &fragment{s: s, layout: layoutF, fields: fields, dense: true, ntiles: len(sts)}
@@ -97,17 +111,11 @@ func denseFragment(s *schema.ArraySchema, layoutF fragmeta.Layout, fields []*fie
 	for t := range fr.cellNum {
 		fr.cellNum[t] = uint64(per)
 	}
-	fr.tile = func(t, fi int, sc *scratch) statTile {
-		f := fields[fi]
-		tl := denseTile(f, piece[f.name], &sts[t], per, sc)
-		tl.slabs = sts[t].slabs
-		return tl
-	}
 	fr.ned = make(fragmeta.MBR, len(s.Dimensions))
 	for d := range s.Dimensions {
 		fr.ned[d] = fragmeta.Range{Start: putValue(s.Dimensions[d].Type, sub[d][0]), End: putValue(s.Dimensions[d].Type, sub[d][1])}
 	}
-	return fr
+	return fr, sts
 }
 
 func sliceCol(c *col, s *schema.ArraySchema, name string, a, b int) *col {

@@ -72,20 +72,19 @@ func newFields(s *schema.ArraySchema, withDims bool, key []byte) ([]*field, erro
 		f.validFile = fileOf(FormatVersion, si, name, names.Validity)
 		return f, nil
 	}
-	// A schema given per-cell timestamps (withTimestamps) ends its
-	// attributes with the timestamps pseudo-attribute; the fragment
-	// metadata lists it after the dimensions, in t.tdb.
-	na := len(s.Attributes)
-	if hasTimestampsAttr(s) {
-		na--
-	}
+	// A schema given per-cell timestamps or delete metadata
+	// (withSpecials) ends its attributes with those pseudo-attributes; the
+	// fragment metadata lists them after the dimensions, in t.tdb, dt.tdb
+	// and dci.tdb.
+	nsp := specialCount(s)
+	na := len(s.Attributes) - nsp
 	for i, a := range s.Attributes {
-		if i == na {
-			f, err := mk(a.Name, false, i, na+1+len(s.Dimensions), a.Type, a.CellValNum, false, a.Filters)
+		if i >= na {
+			f, err := mk(a.Name, false, i, na+1+len(s.Dimensions)+(i-na), a.Type, a.CellValNum, false, a.Filters)
 			if err != nil {
 				return nil, err
 			}
-			f.fixedFile = names.TimestampsFile
+			f.fixedFile = specialFiles[a.Name]
 			out = append(out, f)
 			continue
 		}
@@ -132,6 +131,10 @@ type fragment struct {
 	cellNum []uint64       // cells per tile
 	ntiles  int
 	hasTS   bool // per-cell timestamps (a consolidated fragment)
+	hasDel  bool // per-cell delete metadata (a consolidation over deletes)
+	// processed names the delete commits whose effect the delete
+	// metadata already holds (TileDB's processed conditions).
+	processed []string
 	// tile builds tile t of fields[f] when a worker is ready for it, so
 	// that only the tiles being filtered are held unfiltered.
 	tile func(t, f int, sc *scratch) statTile
@@ -234,7 +237,13 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	if err != nil {
 		return nil, err
 	}
-	num := fr.layout.FieldNum(FormatVersion, fr.hasTS, false)
+	return fr.writeOuts(ctx, st, dir, n, outs, gen)
+}
+
+// writeOuts stores the fragment whose filtered tiles are outs (outs[t][f]
+// for tile t of fields[f]); it lets each filtered tile go once copied.
+func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string, n names.Name, outs [][]tileOut, gen gentile.Filterer) (*fragmeta.Metadata, error) {
+	num := fr.layout.FieldNum(FormatVersion, fr.hasTS, fr.hasDel)
 	ntiles := fr.ntiles
 	m := &fragmeta.Metadata{}
 	m.TileOffsets = zeroLists(num, ntiles)
@@ -253,6 +262,8 @@ func (fr *fragment) write(ctx context.Context, st storage.Store, dir string, n n
 	ft.NonEmptyDomain = fr.ned
 	ft.Layout = fr.layout
 	ft.HasTimestamps = fr.hasTS
+	ft.HasDeleteMeta = fr.hasDel
+	m.ProcessedConditions = fr.processed
 	ft.FileSizes = make([]uint64, num)
 	ft.FileVarSizes = make([]uint64, num)
 	ft.FileValiditySizes = make([]uint64, num)
@@ -573,22 +584,64 @@ func (fr *fragment) coordsMeta(m *fragmeta.Metadata, ntiles int) {
 	}
 }
 
-// withTimestamps returns s with the per-cell timestamps pseudo-attribute
-// appended (uint64, the coordinates' filters, as TileDB stores it), so
-// that a write can carry timestamps as one more column.
-func withTimestamps(s *schema.ArraySchema) *schema.ArraySchema {
-	if hasTimestampsAttr(s) {
+// specialFiles are the data files of the pseudo-attributes a
+// consolidated sparse fragment carries after its dimensions.
+var specialFiles = map[string]string{
+	fragmeta.TimestampsName:         names.TimestampsFile,
+	fragmeta.DeleteTimestampsName:   names.DeleteTimestampsFile,
+	fragmeta.DeleteConditionIdxName: names.DeleteConditionIndexFile,
+}
+
+// withSpecials returns s with the per-cell timestamps pseudo-attribute
+// (ts) and the delete metadata pair (del: __delete_timestamps,
+// __delete_condition_index) appended, in TileDB's field order: uint64,
+// the coordinates' filters, as TileDB stores them. A write then carries
+// them as more columns.
+func withSpecials(s *schema.ArraySchema, ts, del bool) *schema.ArraySchema {
+	if specialCount(s) > 0 || !ts && !del {
 		return s
 	}
 	c := *s
-	c.Attributes = append(append([]schema.Attribute(nil), s.Attributes...), schema.Attribute{
-		Name: fragmeta.TimestampsName, Type: datatype.Uint64, CellValNum: 1, Filters: s.CoordsFilters,
-		FillValue: make([]byte, 8),
-	})
+	c.Attributes = append([]schema.Attribute(nil), s.Attributes...)
+	add := func(name string) {
+		c.Attributes = append(c.Attributes, schema.Attribute{
+			Name: name, Type: datatype.Uint64, CellValNum: 1, Filters: s.CoordsFilters,
+			FillValue: make([]byte, 8),
+		})
+	}
+	if ts {
+		add(fragmeta.TimestampsName)
+	}
+	if del {
+		add(fragmeta.DeleteTimestampsName)
+		add(fragmeta.DeleteConditionIdxName)
+	}
 	return &c
 }
 
+// specialCount is how many pseudo-attributes end s's attributes.
+func specialCount(s *schema.ArraySchema) int {
+	n := 0
+	for i := len(s.Attributes) - 1; i >= 0 && specialFiles[s.Attributes[i].Name] != ""; i-- {
+		n++
+	}
+	return n
+}
+
 func hasTimestampsAttr(s *schema.ArraySchema) bool {
-	n := len(s.Attributes)
-	return n > 0 && s.Attributes[n-1].Name == fragmeta.TimestampsName
+	for i := len(s.Attributes) - specialCount(s); i < len(s.Attributes); i++ {
+		if s.Attributes[i].Name == fragmeta.TimestampsName {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDeleteAttrs(s *schema.ArraySchema) bool {
+	for i := len(s.Attributes) - specialCount(s); i < len(s.Attributes); i++ {
+		if s.Attributes[i].Name == fragmeta.DeleteTimestampsName {
+			return true
+		}
+	}
+	return false
 }

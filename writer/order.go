@@ -3,10 +3,12 @@ package writer
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"github.com/tileflight/tileflight/internal/radix"
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
@@ -385,4 +387,27 @@ func (k *orderKeys) compareSort(n int) *sortedCells {
 	}
 	slices.SortStableFunc(perm, cmpf)
 	return &sortedCells{perm: perm, cmp: cmpf}
+}
+
+// newestFirst orders the cells of each run of equal coordinates by
+// descending per-cell timestamp (stably), as TileDB stores the versions
+// of a cell in a consolidated fragment and its reader expects them: the
+// newest first.
+func newestFirst(sc *sortedCells, ts *col) {
+	if ts == nil {
+		return
+	}
+	at := func(p uint32) uint64 { return binary.LittleEndian.Uint64(ts.data[8*int(p):]) }
+	n := len(sc.perm)
+	for a := 0; a < n; {
+		b := a + 1
+		for b < n && sc.sameAsPrev(b) {
+			b++
+		}
+		if b-a > 1 {
+			run := sc.perm[a:b]
+			sort.SliceStable(run, func(i, j int) bool { return at(run[i]) > at(run[j]) })
+		}
+		a = b
+	}
 }

@@ -100,7 +100,7 @@ func colsBytes(cs map[string]*col) int64 {
 func sparseFragment(s *schema.ArraySchema, layout fragmeta.Layout, fields []*field, cs map[string]*col, perm []uint32, conc int) *fragment {
 	n := len(perm)
 	capacity := capacityOf(s)
-	fr := &fragment{s: s, layout: layout, fields: fields, hasTS: hasTimestampsAttr(s)}
+	fr := &fragment{s: s, layout: layout, fields: fields, hasTS: hasTimestampsAttr(s), hasDel: hasDeleteAttrs(s)}
 	sorted := gatherAll(fields, cs, perm, conc)
 	fr.ntiles = (n + capacity - 1) / capacity
 	fr.cellNum = make([]uint64, fr.ntiles)

@@ -176,6 +176,9 @@ type stream struct {
 	// pending delivers the outcome of the fragment being written in the
 	// background (nil when none is).
 	pending chan error
+	// pipe, when set, takes a dense write's cells instead of buf (see
+	// densepipe.go).
+	pipe *densePipe
 }
 
 func newStream(ctx context.Context, st storage.Store, dir string, s *schema.ArraySchema, opt Options, dense bool) (*stream, error) {
@@ -186,11 +189,14 @@ func newStream(ctx context.Context, st storage.Store, dir string, s *schema.Arra
 		return nil, err
 	}
 	layout := layoutOf(s)
-	if opt.CellTimestamps {
+	if opt.CellTimestamps || opt.DeleteMeta {
 		if dense {
-			return nil, invalidf("array %q: dense fragments carry no per-cell timestamps", dir)
+			return nil, invalidf("array %q: dense fragments carry no per-cell timestamps or delete metadata", dir)
 		}
-		s = withTimestamps(s)
+		if opt.DeleteMeta && !opt.CellTimestamps {
+			return nil, invalidf("array %q: delete metadata needs per-cell timestamps", dir)
+		}
+		s = withSpecials(s, opt.CellTimestamps, opt.DeleteMeta)
 	}
 	fields, err := newFields(s, !dense, opt.EncryptionKey)
 	if err != nil {
@@ -246,6 +252,9 @@ func (w *stream) wait() error {
 // fail records err, deletes what was written and releases the buffer.
 func (w *stream) fail(err error) error {
 	w.wait() // the background write touches lw and the buffered cells
+	if w.pipe != nil {
+		w.pipe.shutdown()
+	}
 	w.err = err
 	w.buf.release()
 	w.lw.abort(w.ctx)
@@ -280,6 +289,9 @@ func (w *stream) finish(stage bool) (*Result, error) {
 // abort is Abort for both writers.
 func (w *stream) abort() error {
 	w.wait()
+	if w.pipe != nil {
+		w.pipe.shutdown()
+	}
 	w.buf.release()
 	if w.closed {
 		return nil
@@ -376,12 +388,16 @@ func (sw *SparseWriter) flush() error {
 	if err != nil {
 		return w.fail(err)
 	}
+	if w.opt.CellTimestamps {
+		newestFirst(sc, cs[fragmeta.TimestampsName])
+	}
 	if !w.s.AllowsDups && !w.opt.CellTimestamps {
 		if i := firstDup(sc); i >= 0 {
 			return w.fail(invalidf("array %q: duplicate coordinates %s (the array does not allow duplicates)", w.dir, coordString(w.s, cs, int(sc.perm[i]))))
 		}
 	}
 	fr := sparseFragment(w.s, w.layout, w.fields, cs, sc.perm, w.opt.Concurrency)
+	fr.processed = w.opt.ProcessedConditions
 	return w.addAsync(fr)
 }
 
@@ -481,6 +497,9 @@ func NewDenseWriter(ctx context.Context, st storage.Store, dir string, s *schema
 		dw.slow = len(s.Dimensions) - 1
 	}
 	dw.plane = int64(g.cells / (g.sub[dw.slow][1] - g.sub[dw.slow][0] + 1))
+	if pipelined(w.fields) {
+		w.pipe = newDensePipe(dw)
+	}
 	return dw, nil
 }
 
@@ -508,12 +527,19 @@ func (dw *DenseWriter) AppendColumns(cols map[string]Column) error {
 
 func (dw *DenseWriter) append(cols map[string]Column, rec arrow.RecordBatch) error {
 	w := dw.w
-	_, n, err := checkColumns(w.s, cols, false)
+	cs, n, err := checkColumns(w.s, cols, false)
 	if err != nil {
 		return w.fail(fmt.Errorf("array %q: rows %d..%d: %w", w.dir, w.rows, w.rows+int64(n)-1, err))
 	}
 	if uint64(w.rows)+uint64(n) > dw.g.cells {
 		return w.fail(invalidf("dense write to %q: more than the %d cells of the subarray", w.dir, dw.g.cells))
+	}
+	if w.pipe != nil {
+		if err := w.pipe.add(cs, n, rec); err != nil {
+			return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+		}
+		w.rows += int64(n)
+		return nil
 	}
 	w.buf.add(cols, n, rec)
 	w.rows += int64(n)
@@ -561,6 +587,18 @@ func (dw *DenseWriter) flush(final bool) error {
 	return w.addAsync(fr)
 }
 
+// flushAll writes every cell not yet stored.
+func (dw *DenseWriter) flushAll() error {
+	w := dw.w
+	if w.pipe != nil {
+		if err := w.pipe.finish(); err != nil {
+			return w.fail(fmt.Errorf("array %q: %w", w.dir, err))
+		}
+		return nil
+	}
+	return dw.flush(true)
+}
+
 // Commit writes the remaining cells and makes the whole write visible at
 // once. It fails, leaving nothing, when the cells given are not exactly
 // the subarray's.
@@ -572,7 +610,7 @@ func (dw *DenseWriter) Commit() (*Result, error) {
 	if uint64(w.rows) != dw.g.cells {
 		return nil, w.fail(invalidf("dense write to %q: %d rows for a subarray of %d cells", w.dir, w.rows, dw.g.cells))
 	}
-	if err := dw.flush(true); err != nil {
+	if err := dw.flushAll(); err != nil {
 		return nil, err
 	}
 	return w.finish(false)
@@ -588,7 +626,7 @@ func (dw *DenseWriter) Stage() (*Result, error) {
 	if uint64(w.rows) != dw.g.cells {
 		return nil, w.fail(invalidf("dense write to %q: %d rows for a subarray of %d cells", w.dir, w.rows, dw.g.cells))
 	}
-	if err := dw.flush(true); err != nil {
+	if err := dw.flushAll(); err != nil {
 		return nil, err
 	}
 	return w.finish(true)

@@ -275,6 +275,21 @@ func TestStreamFailEveryStep(t *testing.T) {
 			_, err = w.Commit()
 			return err
 		}},
+		{"dense-pipeline", denseFixedJSON, func(st storage.Store, s *schema.ArraySchema, ts uint64) error {
+			w, err := NewDenseWriter(ctx, st, "a", s, sub, schema.RowMajor, Options{Timestamp: ts, MaxFragmentBytes: 600})
+			if err != nil {
+				return err
+			}
+			defer w.Abort()
+			cols := fixedCols(240)
+			for lo := 0; lo < 240; lo += 50 {
+				if err := w.AppendColumns(sliceCols(s, cols, lo, min(lo+50, 240))); err != nil {
+					return err
+				}
+			}
+			_, err = w.Commit()
+			return err
+		}},
 	}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {

@@ -212,27 +212,37 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 				}
 			}
 		}
-		for c := r[0]; c < r[1]; c++ {
-			if t.valid != nil && t.valid[c] == 0 {
-				if minmax {
-					st.nulls++
-				}
+		if t.valid == nil && minmax && sum && kind != statNone && kind != statBytes {
+			// One pass for bounds and sum: the sum is added plainly, in
+			// cell order, and kept if the bounds show that no saturation
+			// check could have fired (else redone with the checks).
+			seen += r[1] - r[0]
+			if fusedStats(vals[r[0]:r[1]], kind, &mn, &mx, &si, &su, &sf, seen) {
 				continue
 			}
-			v := vals[c]
-			if minmax {
-				if !(mn < v) {
-					mn = v
+		} else {
+			for c := r[0]; c < r[1]; c++ {
+				if t.valid != nil && t.valid[c] == 0 {
+					if minmax {
+						st.nulls++
+					}
+					continue
 				}
-				if !(mx > v) {
-					mx = v
+				v := vals[c]
+				if minmax {
+					if !(mn < v) {
+						mn = v
+					}
+					if !(mx > v) {
+						mx = v
+					}
 				}
 			}
+			if !sum {
+				continue
+			}
+			seen += r[1] - r[0]
 		}
-		if !sum {
-			continue
-		}
-		seen += r[1] - r[0]
 		if t.valid == nil && minmax && sumCannotSaturate(kind, seen, float64(mn), float64(mx)) {
 			// The saturation checks below cannot fire: add plainly.
 			switch kind {
@@ -310,6 +320,65 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 		st.sum = math.Float64bits(sf)
 	}
 	return st
+}
+
+// fusedStats folds vals into the bounds *mn, *mx and, when the bounds
+// then show the sum cannot saturate (seen cells in all), into the sum of
+// kind (statInt, statChar, statUint or statFloat); it reports whether the
+// sum was taken. The bounds are always updated, the sums only on success.
+func fusedStats[T number](vals []T, kind statKind, mn, mx *T, si *int64, su *uint64, sf *float64, seen int) bool {
+	lo, hi := *mn, *mx
+	var ai int64
+	var au uint64
+	var af float64
+	switch kind {
+	case statFloat:
+		af = *sf
+		for _, v := range vals {
+			if !(lo < v) {
+				lo = v
+			}
+			if !(hi > v) {
+				hi = v
+			}
+			af += float64(v)
+		}
+	case statUint:
+		au = *su
+		for _, v := range vals {
+			if !(lo < v) {
+				lo = v
+			}
+			if !(hi > v) {
+				hi = v
+			}
+			au += uint64(v)
+		}
+	default:
+		ai = *si
+		for _, v := range vals {
+			if !(lo < v) {
+				lo = v
+			}
+			if !(hi > v) {
+				hi = v
+			}
+			ai += int64(v)
+		}
+	}
+	*mn, *mx = lo, hi
+	if !sumCannotSaturate(kind, seen, float64(lo), float64(hi)) {
+		return false
+	}
+	switch kind {
+	case statFloat:
+		*sf = af
+	case statUint:
+		*su = au
+	default:
+		*si = ai
+	}
+	return true
 }
 
 // sumCannotSaturate reports whether n values within [mn, mx] are

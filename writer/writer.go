@@ -54,6 +54,17 @@ type Options struct {
 	// "__timestamps" (uint64 ms), cells with equal coordinates are all
 	// kept (in input order), and the fragments say they hold timestamps.
 	CellTimestamps bool
+	// DeleteMeta (with CellTimestamps) makes a sparse write carry per-cell
+	// delete metadata, as TileDB's consolidation over delete commits
+	// writes it: two more uint64 columns, "__delete_timestamps" (when a
+	// delete commit removed the cell; MaxUint64: never) and
+	// "__delete_condition_index" (which one, an index into
+	// ProcessedConditions; MaxUint64: none).
+	DeleteMeta bool
+	// ProcessedConditions are the delete commits ("__commits/NAME.del")
+	// the fragments' delete metadata accounts for, stored in their
+	// fragment metadata so that readers do not apply them again.
+	ProcessedConditions []string
 	// MaxFragmentBytes, when > 0, splits a write whose input is larger
 	// into several fragments committed together. Default: 1 GiB.
 	MaxFragmentBytes int64

@@ -4,20 +4,31 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
 
 // Chunk is a parsed chunk over its bytes, ready to decode block by block.
+// A chunk parsed by ParseHead holds only its head (header, block starts,
+// dictionary): its blocks are decoded from their own bytes (BlockRange,
+// DecodeBlockAt), so that a reader fetches only the blocks it needs.
 type Chunk struct {
 	Header
 	data    []byte
 	bstarts []int32
-	dict    []byte
-	zd      *zstd.Decoder
-	// streamsEnd is where the streams section ends (cbytes).
-	streamsEnd int
+	// ends[i] is where block i's bytes end: the next block start above
+	// bstarts[i], or cbytes (c-blosc2 stores blocks in the order its
+	// threads finish them, so block numbers need not follow offsets).
+	ends []int32
+	dict []byte
+	zd   *zstd.Decoder
+	// head is set when data holds only the head of the chunk.
+	head bool
 }
+
+// Span is a byte range [Off, Off+Len) of a decoded block.
+type Span struct{ Off, Len int }
 
 // Parse checks b as one whole chunk (header, block starts, dictionary) and
 // returns a view that decodes its blocks. wantNBytes, when not negative,
@@ -28,63 +39,138 @@ func Parse(b []byte, wantNBytes int) (*Chunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	if wantNBytes >= 0 && h.NBytes != wantNBytes {
-		return nil, corrupt("holds %d bytes, want %d", h.NBytes, wantNBytes)
-	}
 	if h.CBytes > len(b) {
 		return nil, corrupt("truncated: cbytes %d but %d bytes present", h.CBytes, len(b))
 	}
-	c := &Chunk{Header: h, data: b[:h.CBytes], streamsEnd: h.CBytes}
+	c, need, err := parse(h, b, wantNBytes)
+	if err == nil && need > 0 {
+		err = corrupt("truncated: %d bytes, the head needs %d", len(b), need)
+	}
+	return c, err
+}
+
+// ParseHead parses a chunk from a prefix b of its bytes (at least the
+// MinHeaderLen bytes of the header). When the prefix is too short for the
+// head (header, block starts, dictionary; a repeated-value chunk's value),
+// need is the prefix length to read and call again with; forged sizes are
+// bounded by the header's cbytes, checked by the caller against what is
+// stored. Blocks are then decoded with DecodeBlockAt from the bytes
+// BlockRange names.
+func ParseHead(b []byte, wantNBytes int) (c *Chunk, need int, err error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		if h.Extended && len(b) < ExtendedHeaderLen && h.CBytes >= ExtendedHeaderLen {
+			return nil, ExtendedHeaderLen, nil
+		}
+		return nil, 0, err
+	}
+	return parse(h, b, wantNBytes)
+}
+
+// HeadLen is how many bytes of a chunk of nbytes in blocks of blocksize
+// bytes ParseHead usually needs (an extended header and the block starts;
+// a dictionary asks for more).
+func HeadLen(nbytes, blocksize int) int {
+	if blocksize <= 0 {
+		return ExtendedHeaderLen
+	}
+	return ExtendedHeaderLen + 4*((nbytes+blocksize-1)/blocksize) + 4
+}
+
+func parse(h Header, b []byte, wantNBytes int) (*Chunk, int, error) {
+	if wantNBytes >= 0 && h.NBytes != wantNBytes {
+		return nil, 0, corrupt("holds %d bytes, want %d", h.NBytes, wantNBytes)
+	}
+	c := &Chunk{Header: h, data: b[:min(len(b), h.CBytes)], head: len(b) < h.CBytes}
 	if h.Extended && h.B2Flags&b2InstrCode != 0 {
-		return nil, corrupt("instrumented chunks hold no data")
+		return nil, 0, corrupt("instrumented chunks hold no data")
 	}
 	if h.Extended && h.B2Flags&b2Lazy != 0 && h.Special() == SpecialNone {
-		return nil, corrupt("a lazy chunk (an in-memory c-blosc2 structure) found in storage")
+		return nil, 0, corrupt("a lazy chunk (an in-memory c-blosc2 structure) found in storage")
 	}
 	if h.Special() != SpecialNone {
-		return c, nil
+		if len(c.data) < h.CBytes {
+			return nil, h.CBytes, nil
+		}
+		return c, 0, nil
 	}
 	if h.Memcpyed() {
 		if h.CBytes != h.HeaderLen()+h.NBytes {
-			return nil, corrupt("memcpyed chunk of %d bytes holds cbytes %d", h.NBytes, h.CBytes)
+			return nil, 0, corrupt("memcpyed chunk of %d bytes holds cbytes %d", h.NBytes, h.CBytes)
 		}
-		return c, nil
+		return c, 0, nil
 	}
 	nb := h.NBlocks()
 	hl := h.HeaderLen()
-	if nb > (len(c.data)-hl)/4 {
-		return nil, corrupt("%d blocks do not fit %d bytes", nb, len(c.data))
+	if nb > (h.CBytes-hl)/4 {
+		return nil, 0, corrupt("%d blocks do not fit %d bytes", nb, h.CBytes)
+	}
+	end := hl + 4*nb
+	if end > len(c.data) {
+		return nil, end + 4, nil
 	}
 	c.bstarts = make([]int32, nb)
 	for i := range c.bstarts {
 		c.bstarts[i] = int32(binary.LittleEndian.Uint32(c.data[hl+4*i:]))
 	}
-	end := hl + 4*nb
 	if h.Extended && h.B2Flags&b2UseDict != 0 {
 		if end+4 > len(c.data) {
-			return nil, corrupt("truncated dictionary size")
+			if end+4 > h.CBytes {
+				return nil, 0, corrupt("truncated dictionary size")
+			}
+			return nil, end + 4, nil
 		}
 		ds := int(int32(binary.LittleEndian.Uint32(c.data[end:])))
-		if ds <= 0 || ds > MaxDictSize || end+4+ds > len(c.data) {
-			return nil, corrupt("bad dictionary size %d", ds)
+		if ds <= 0 || ds > MaxDictSize || end+4+ds > h.CBytes {
+			return nil, 0, corrupt("bad dictionary size %d", ds)
+		}
+		if end+4+ds > len(c.data) {
+			return nil, end + 4 + ds, nil
 		}
 		c.dict = c.data[end+4 : end+4+ds]
 		end += 4 + ds
 		if h.Format() == FormatZstd {
 			zd, err := dictZstd(c.dict)
 			if err != nil {
-				return nil, corrupt("zstd dictionary: %v", err)
+				return nil, 0, corrupt("zstd dictionary: %v", err)
 			}
 			c.zd = zd
 		}
 	}
 	for i, s := range c.bstarts {
-		if int(s) < end || int(s) >= len(c.data) {
-			return nil, corrupt("block %d starts at %d, outside [%d, %d)", i, s, end, len(c.data))
+		if int(s) < end || int(s) >= h.CBytes {
+			c.Close()
+			return nil, 0, corrupt("block %d starts at %d, outside [%d, %d)", i, s, end, h.CBytes)
 		}
 	}
-	return c, nil
+	sorted := slices.Clone(c.bstarts)
+	slices.Sort(sorted)
+	c.ends = make([]int32, nb)
+	for i, s := range c.bstarts {
+		k, _ := slices.BinarySearch(sorted, s+1)
+		c.ends[i] = int32(h.CBytes)
+		if k < len(sorted) {
+			c.ends[i] = sorted[k]
+		}
+	}
+	return c, 0, nil
 }
+
+// BlockRange is where the stored bytes of block i lie in the chunk
+// (empty for a special chunk, whose blocks need none).
+func (c *Chunk) BlockRange(i int) (off, end int) {
+	switch {
+	case i < 0 || i >= c.NBlocks() || c.Special() != SpecialNone:
+		return 0, 0
+	case c.Memcpyed():
+		off = c.HeaderLen() + i*c.BlockSize
+		return off, off + c.BlockLen(i)
+	}
+	return int(c.bstarts[i]), int(c.ends[i])
+}
+
+// Head tells whether the chunk holds only its head (see ParseHead).
+func (c *Chunk) Head() bool { return c.head }
 
 // Close releases the chunk's dictionary decoder.
 func (c *Chunk) Close() {
@@ -142,8 +228,23 @@ func (c *Chunk) FillSpecial(dst []byte, off int) {
 
 // DecodeBlock decodes block i into dst (BlockLen(i) bytes). ref is the
 // decoded block 0, needed only when UsesDelta and i > 0. tmp, when long
-// enough, is scratch space (2*BlockSize bytes) to avoid allocations.
+// enough, is scratch space (2*BlockSize bytes) to avoid allocations. The
+// chunk must hold all its bytes (Parse, not ParseHead).
 func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
+	if c.head {
+		return fmt.Errorf("block %d: the chunk holds only its head", i)
+	}
+	off, end := c.BlockRange(i)
+	return c.DecodeBlockAt(i, c.data[off:end], dst, ref, tmp, nil)
+}
+
+// DecodeBlockAt decodes block i from src, its stored bytes (the chunk's
+// bytes in BlockRange(i)), into dst as DecodeBlock does. spans, when not
+// nil, are the byte ranges of the block the caller reads: a block whose
+// only filter is shuffle is then unshuffled only there (the rest of dst
+// is left as it was), since a box narrower than a block needs a fraction
+// of it; other blocks are decoded whole.
+func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) error {
 	nb := c.NBlocks()
 	if i < 0 || i >= nb {
 		return fmt.Errorf("block %d of %d", i, nb)
@@ -155,17 +256,29 @@ func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
 		return nil
 	}
 	if c.Memcpyed() {
-		off := c.HeaderLen() + i*c.BlockSize
-		copy(dst, c.data[off:off+bsize])
+		if len(src) < bsize {
+			return corrupt("block %d: %d bytes stored, want %d", i, len(src), bsize)
+		}
+		copy(dst, src[:bsize])
 		return nil
 	}
 	leftover := bsize < c.BlockSize || c.NBytes%c.BlockSize != 0 && i == nb-1
 	// Filters run backward over a scratch buffer; decompression writes into
 	// buf, filters alternate between buf and alt, the result lands in dst.
+	// Without filters to undo, streams decompress straight into dst.
 	if len(tmp) < 2*c.BlockSize {
 		tmp = make([]byte, 2*c.BlockSize)
 	}
 	buf, alt := tmp[:bsize], tmp[c.BlockSize:c.BlockSize+bsize]
+	nofilter := true
+	for _, f := range c.Filters {
+		if f != FilterNone && f != FilterTruncPrec {
+			nofilter = false
+		}
+	}
+	if nofilter {
+		buf = dst
+	}
 	nstreams := 1
 	if c.Split() && !leftover {
 		nstreams = c.Typesize
@@ -174,9 +287,18 @@ func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
 	if neblock == 0 {
 		return corrupt("block %d: %d bytes in %d streams", i, bsize, nstreams)
 	}
-	src := c.data[c.bstarts[i]:]
+	// With spans, split streams that are shuffle's byte planes, and a
+	// plane stored raw (incompressible low bytes of floats often are) is
+	// read where it lies instead of being copied first.
+	var planes [][]byte
+	if ts, ok := c.shuffleOnly(); ok && spans != nil && nstreams > 1 && ts == nstreams && nstreams*neblock == bsize {
+		planes = make([][]byte, nstreams)
+	}
 	for j := 0; j < nstreams; j++ {
 		out := buf[j*neblock : (j+1)*neblock]
+		if planes != nil {
+			planes[j] = out
+		}
 		if len(src) < 4 {
 			return corrupt("block %d stream %d: truncated size", i, j)
 		}
@@ -202,13 +324,30 @@ func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
 			if cb > len(src) {
 				return corrupt("block %d stream %d: %d compressed bytes, %d left", i, j, cb, len(src))
 			}
-			if cb == neblock {
+			if cb == neblock && planes != nil {
+				planes[j] = src[:cb]
+			} else if cb == neblock {
 				copy(out, src[:cb])
 			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd); err != nil {
 				return corrupt("block %d stream %d: %v", i, j, err)
 			}
 			src = src[cb:]
 		}
+	}
+	if nofilter {
+		return nil
+	}
+	if planes != nil {
+		for _, sp := range spans {
+			UnshufflePlanesSpan(planes, dst, sp.Off, sp.Off+sp.Len)
+		}
+		return nil
+	}
+	if ts, ok := c.shuffleOnly(); ok && spans != nil {
+		for _, sp := range spans {
+			UnshuffleSpan(ts, buf, dst, sp.Off, sp.Off+sp.Len)
+		}
+		return nil
 	}
 	// Undo the filters, last first.
 	cur := buf
@@ -249,6 +388,26 @@ func (c *Chunk) DecodeBlock(i int, dst, ref, tmp []byte) error {
 	}
 	copy(dst, cur)
 	return nil
+}
+
+// shuffleOnly tells whether shuffle is the one filter to undo (trunc_prec
+// needs no undoing), and with which element size.
+func (c *Chunk) shuffleOnly() (int, bool) {
+	ts, n := 0, 0
+	for k, f := range c.Filters {
+		switch f {
+		case FilterNone, FilterTruncPrec:
+		case FilterShuffle:
+			ts = c.Typesize
+			if m := c.FiltersMeta[k]; m != 0 {
+				ts = int(m)
+			}
+			n++
+		default:
+			return 0, false
+		}
+	}
+	return ts, n == 1
 }
 
 func errUnsupportedFilter(f uint8) error {

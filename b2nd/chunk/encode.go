@@ -3,6 +3,8 @@ package chunk
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Split modes (c-blosc2's blosc2_splitmode, 1-based).
@@ -22,7 +24,18 @@ type Params struct {
 	Filters     [6]uint8
 	FiltersMeta [6]uint8
 	SplitMode   int
+	// UseDict compresses the chunk's streams with a dictionary stored in
+	// the chunk (python-blosc2's use_dict; zstd only here).
+	UseDict bool
 }
+
+// Dictionary sizes written: c-blosc2 2.x reads dictionaries up to 32 KiB
+// (newer BLOSC2_MAXDICTSIZE; older versions allowed 128 KiB) and falls
+// back to plain compression below BLOSC2_MINUSEFULDICT.
+const (
+	writeMaxDict  = 32 << 10
+	minUsefulDict = 256
+)
 
 func (p *Params) split() bool {
 	switch p.SplitMode {
@@ -60,6 +73,9 @@ func (p *Params) check() error {
 	if _, err := CodecFormat(p.Codec); err != nil {
 		return err
 	}
+	if p.UseDict && p.Codec != CodecZstd {
+		return unsupportedErr(fmt.Sprintf("blosc2 chunk: dictionaries are written for zstd only, not codec %d", p.Codec))
+	}
 	for _, f := range p.Filters {
 		switch f {
 		case FilterNone, FilterShuffle, FilterBitshuffle, FilterDelta, FilterTruncPrec, FilterBytedelta, FilterBytedeltaBuggy:
@@ -95,10 +111,34 @@ func Encode(p Params, data []byte) ([]byte, error) {
 		flags |= flagDontSplit
 	}
 	nb := (nbytes + bs - 1) / bs
-	out := p.header(nbytes, bs, flags, 0)
-	out = append(out, make([]byte, 4*nb)...)
-	limit := nbytes + ExtendedHeaderLen // beyond this, memcpy wins
 	tmp := make([]byte, 3*bs)
+	var enc *zstd.Encoder
+	var dict []byte
+	if p.UseDict {
+		var err error
+		if dict, err = p.buildDict(data, bs, split); err != nil {
+			return nil, err
+		}
+		if dict != nil {
+			enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(p.CLevel)), zstd.WithEncoderConcurrency(1),
+				zstd.WithZeroFrames(true), zstd.WithEncoderDictRaw(0, dict))
+			if err != nil {
+				return nil, fmt.Errorf("blosc2 chunk: zstd dictionary: %v", err)
+			}
+			defer enc.Close()
+		}
+	}
+	var b2flags uint8
+	if dict != nil {
+		b2flags = b2UseDict
+	}
+	out := p.header(nbytes, bs, flags, b2flags)
+	out = append(out, make([]byte, 4*nb)...)
+	if dict != nil {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(dict)))
+		out = append(out, dict...)
+	}
+	limit := nbytes + ExtendedHeaderLen // beyond this, memcpy wins
 	cbuf := make([]byte, bs+64)
 	for i := 0; i < nb; i++ {
 		blk := data[i*bs : min((i+1)*bs, nbytes)]
@@ -123,8 +163,12 @@ func Encode(p Params, data []byte) ([]byte, error) {
 				}
 				continue
 			}
-			n, err := compressStream(p.Codec, p.CLevel, s, cbuf[:ne])
-			if err != nil {
+			var n int
+			if enc != nil {
+				if z := enc.EncodeAll(s, cbuf[:0]); len(z) < ne && &z[0] == &cbuf[0] {
+					n = len(z)
+				}
+			} else if n, err = compressStream(p.Codec, p.CLevel, s, cbuf[:ne]); err != nil {
 				return nil, err
 			}
 			if n <= 0 || n >= ne {
@@ -145,6 +189,42 @@ func Encode(p Params, data []byte) ([]byte, error) {
 	}
 	binary.LittleEndian.PutUint32(out[12:], uint32(len(out)))
 	return out, nil
+}
+
+// buildDict picks the dictionary of a chunk as c-blosc2 sizes it (at most
+// 1/20 of the chunk, samples of 1/16 of a block or stream each, none when
+// that is under 256 bytes): raw content, the first bytes of the filtered
+// blocks, which zstd (and c-blosc2's ZSTD_createDDict) takes as a content
+// dictionary. nil when the chunk is too small for one.
+func (p *Params) buildDict(data []byte, bs int, split bool) ([]byte, error) {
+	nbytes := len(data)
+	maxSize := min(writeMaxDict, nbytes/20)
+	nb := (nbytes + bs - 1) / bs
+	samples := nb
+	if split {
+		samples *= p.Typesize
+	}
+	samples = max(samples, 8)
+	sampleSize := nbytes / samples / 16
+	if maxSize < minUsefulDict || sampleSize == 0 {
+		return nil, nil
+	}
+	size := min(maxSize, samples*sampleSize)
+	tmp := make([]byte, 3*bs)
+	dict := make([]byte, 0, size)
+	for i := 0; i < nb && len(dict) < size; i++ {
+		blk := data[i*bs : min((i+1)*bs, nbytes)]
+		f, err := forward(p, blk, data[:min(bs, nbytes)], i == 0, tmp)
+		if err != nil {
+			return nil, err
+		}
+		dict = append(dict, f[:min(len(f), size-len(dict))]...)
+	}
+	// A content dictionary must not look like a zstd-format one.
+	if len(dict) < 8 || binary.LittleEndian.Uint32(dict) == 0xEC30A437 {
+		return nil, nil
+	}
+	return dict, nil
 }
 
 func isRun(s []byte) bool {

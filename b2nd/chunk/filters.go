@@ -80,6 +80,105 @@ func Unshuffle(ts int, src, dst []byte) {
 	copy(dst[n*ts:], src[n*ts:len(src)])
 }
 
+// UnshuffleSpan undoes Shuffle for the bytes [a, b) of the block only
+// (widened to whole elements): src is the whole shuffled block, dst the
+// whole decoded block, of which only that range is written. A reader of a
+// box narrower than the block unshuffles what it reads, not the block.
+func UnshuffleSpan(ts int, src, dst []byte, a, b int) {
+	b = min(b, len(src))
+	if a >= b {
+		return
+	}
+	n := len(src) / ts
+	if ts <= 1 || n == 0 {
+		copy(dst[a:b], src[a:b])
+		return
+	}
+	e0, e1 := a/ts, min((b+ts-1)/ts, n)
+	if b > n*ts { // the leftover bytes that make no whole element
+		lo := max(a, n*ts)
+		copy(dst[lo:b], src[lo:b])
+	}
+	if e0 >= e1 {
+		return
+	}
+	switch ts {
+	case 8:
+		d := dst[:8*n]
+		i := e0
+		for ; i+8 <= e1; i += 8 {
+			r := [8]uint64{binary.LittleEndian.Uint64(src[i:]), binary.LittleEndian.Uint64(src[n+i:]),
+				binary.LittleEndian.Uint64(src[2*n+i:]), binary.LittleEndian.Uint64(src[3*n+i:]),
+				binary.LittleEndian.Uint64(src[4*n+i:]), binary.LittleEndian.Uint64(src[5*n+i:]),
+				binary.LittleEndian.Uint64(src[6*n+i:]), binary.LittleEndian.Uint64(src[7*n+i:])}
+			transpose8(&r)
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
+			}
+		}
+		for ; i < e1; i++ {
+			v := uint64(src[i]) | uint64(src[n+i])<<8 | uint64(src[2*n+i])<<16 | uint64(src[3*n+i])<<24 |
+				uint64(src[4*n+i])<<32 | uint64(src[5*n+i])<<40 | uint64(src[6*n+i])<<48 | uint64(src[7*n+i])<<56
+			binary.LittleEndian.PutUint64(d[8*i:], v)
+		}
+	case 4:
+		d := dst[:4*n]
+		for i := e0; i < e1; i++ {
+			v := uint32(src[i]) | uint32(src[n+i])<<8 | uint32(src[2*n+i])<<16 | uint32(src[3*n+i])<<24
+			binary.LittleEndian.PutUint32(d[4*i:], v)
+		}
+	default:
+		for j := 0; j < ts; j++ {
+			in := src[j*n : (j+1)*n]
+			for i := e0; i < e1; i++ {
+				dst[i*ts+j] = in[i]
+			}
+		}
+	}
+}
+
+// UnshufflePlanesSpan is UnshuffleSpan over a block whose shuffled bytes
+// are given as its byte planes (plane j holds byte j of every element, as
+// split streams store them; all planes of one length n, the block n*len
+// elements long): only the bytes [a, b) of dst, widened to whole elements,
+// are written.
+func UnshufflePlanesSpan(planes [][]byte, dst []byte, a, b int) {
+	ts := len(planes)
+	n := len(planes[0])
+	b = min(b, n*ts)
+	if a >= b {
+		return
+	}
+	e0, e1 := a/ts, (b+ts-1)/ts
+	if ts == 8 {
+		p0, p1, p2, p3, p4, p5, p6, p7 := planes[0][:n], planes[1][:n], planes[2][:n], planes[3][:n], planes[4][:n], planes[5][:n], planes[6][:n], planes[7][:n]
+		d := dst[:8*n]
+		i := e0
+		for ; i+8 <= e1; i += 8 {
+			r := [8]uint64{binary.LittleEndian.Uint64(p0[i:]), binary.LittleEndian.Uint64(p1[i:]),
+				binary.LittleEndian.Uint64(p2[i:]), binary.LittleEndian.Uint64(p3[i:]),
+				binary.LittleEndian.Uint64(p4[i:]), binary.LittleEndian.Uint64(p5[i:]),
+				binary.LittleEndian.Uint64(p6[i:]), binary.LittleEndian.Uint64(p7[i:])}
+			transpose8(&r)
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
+			}
+		}
+		for ; i < e1; i++ {
+			v := uint64(p0[i]) | uint64(p1[i])<<8 | uint64(p2[i])<<16 | uint64(p3[i])<<24 |
+				uint64(p4[i])<<32 | uint64(p5[i])<<40 | uint64(p6[i])<<48 | uint64(p7[i])<<56
+			binary.LittleEndian.PutUint64(d[8*i:], v)
+		}
+		return
+	}
+	for j, p := range planes {
+		p = p[:n]
+		for i := e0; i < e1; i++ {
+			dst[i*ts+j] = p[i]
+		}
+	}
+}
+
 // Bitshuffle transposes the bits of groups of eight elements: bit b of
 // byte j of element i goes to bit i%8 of byte (j*8+b)*(n/8)+i/8, for the
 // n elements rounded down to a multiple of eight; the rest is copied.

@@ -123,3 +123,43 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzChunkHead parses arbitrary chunks by their head, as a reader of a
+// few blocks does, then decodes each block from the bytes BlockRange
+// names (by spans for half of them): never a panic, never a range outside
+// the chunk's cbytes.
+func FuzzChunkHead(f *testing.F) {
+	seedChunks(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < MinHeaderLen {
+			return
+		}
+		c, need, err := ParseHead(b[:min(len(b), 64)], -1)
+		if err == nil && c == nil {
+			if need <= 0 || need > len(b) {
+				return
+			}
+			c, _, err = ParseHead(b[:need], -1)
+		}
+		if err != nil || c == nil {
+			return
+		}
+		defer c.Close()
+		if c.NBytes > 1<<20 || c.BlockSize > 1<<20 || c.Validate() != nil || c.CBytes > len(b) {
+			return
+		}
+		out := make([]byte, c.BlockSize)
+		ref := make([]byte, c.BlockSize)
+		for i := 0; i < c.NBlocks() && i < 64; i++ {
+			off, end := c.BlockRange(i)
+			if off < 0 || end < off || end > c.CBytes {
+				t.Fatalf("block %d range [%d, %d) outside cbytes %d", i, off, end, c.CBytes)
+			}
+			var spans []Span
+			if i%2 == 1 {
+				spans = []Span{{0, c.Typesize}, {c.BlockLen(i) / 2, c.BlockLen(i) / 4}}
+			}
+			_ = c.DecodeBlockAt(i, b[off:end], out, ref, nil, spans)
+		}
+	})
+}

@@ -30,3 +30,80 @@ func TestUnshuffle8(t *testing.T) {
 		}
 	}
 }
+
+// TestUnshuffleSpan checks that unshuffling a byte range writes exactly
+// what Unshuffle writes there, and nothing outside the range's elements.
+func TestUnshuffleSpan(t *testing.T) {
+	for _, ts := range []int{1, 2, 3, 4, 8, 16} {
+		for _, n := range []int{1, 7, 64, 101, 1027} {
+			src := make([]byte, n)
+			for i := range src {
+				src[i] = byte(i*31 + i/7 + 1)
+			}
+			sh, want := make([]byte, n), make([]byte, n)
+			Shuffle(ts, src, sh)
+			Unshuffle(ts, sh, want)
+			if !bytes.Equal(want, src) {
+				t.Fatalf("ts %d n %d: Unshuffle", ts, n)
+			}
+			for _, r := range [][2]int{{0, n}, {0, 1}, {ts, 3 * ts}, {n / 3, n / 2}, {n - 1, n}, {5 * ts, 5*ts + 17*ts}, {n / 2, n + 40}} {
+				a, b := r[0], min(r[1], n)
+				if a >= b {
+					continue
+				}
+				got := bytes.Repeat([]byte{0xEE}, n)
+				UnshuffleSpan(ts, sh, got, a, b)
+				if !bytes.Equal(got[a:b], want[a:b]) {
+					t.Fatalf("ts %d n %d span [%d, %d): wrong bytes", ts, n, a, b)
+				}
+				lo, hi := a, b
+				if ts > 1 && n/ts > 0 {
+					lo = min(a/ts*ts, a)
+					hi = max(b, min((b+ts-1)/ts, n/ts)*ts)
+				}
+				for k := range got {
+					if (k < lo || k >= hi) && got[k] != 0xEE {
+						t.Fatalf("ts %d n %d span [%d, %d): byte %d written", ts, n, a, b, k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestUnshufflePlanesSpan: the plane-wise span unshuffle writes what
+// Unshuffle writes there.
+func TestUnshufflePlanesSpan(t *testing.T) {
+	for _, ts := range []int{2, 4, 8} {
+		for _, n := range []int{1, 9, 64, 1000} {
+			src := make([]byte, n*ts)
+			for i := range src {
+				src[i] = byte(i*29 + i/5 + 3)
+			}
+			sh, want := make([]byte, len(src)), make([]byte, len(src))
+			Shuffle(ts, src, sh)
+			Unshuffle(ts, sh, want)
+			planes := make([][]byte, ts)
+			for j := range planes {
+				planes[j] = bytes.Clone(sh[j*n : (j+1)*n])
+			}
+			for _, r := range [][2]int{{0, n * ts}, {ts, 3 * ts}, {n / 2 * ts, n * ts}, {1, 2}, {(n - 1) * ts, n * ts}} {
+				a, b := r[0], min(r[1], n*ts)
+				if a >= b {
+					continue
+				}
+				got := bytes.Repeat([]byte{0xEE}, n*ts)
+				UnshufflePlanesSpan(planes, got, a, b)
+				lo, hi := a/ts*ts, (b+ts-1)/ts*ts
+				if !bytes.Equal(got[lo:hi], want[lo:hi]) {
+					t.Fatalf("ts %d n %d [%d, %d): wrong bytes", ts, n, a, b)
+				}
+				for k := range got {
+					if (k < lo || k >= hi) && got[k] != 0xEE {
+						t.Fatalf("ts %d n %d [%d, %d): byte %d written", ts, n, a, b, k)
+					}
+				}
+			}
+		}
+	}
+}

@@ -99,8 +99,15 @@ func (h *Header) Meta(name string) ([]byte, bool) {
 
 // Params are the chunk parameters the header records.
 func (h *Header) Params() chunk.Params {
-	return chunk.Params{Typesize: h.Typesize, BlockSize: h.BlockSize, Codec: h.Codec, CLevel: h.CLevel,
-		Filters: h.Filters, FiltersMeta: h.FiltersMeta, SplitMode: h.SplitMode}
+	// Chunks hold at most 255-byte items: wider ones are written with
+	// typesize 1, as c-blosc2 does. A dictionary is written for zstd only
+	// (chunks of other codecs are written without one, still readable).
+	ts := h.Typesize
+	if ts > 255 {
+		ts = 1
+	}
+	return chunk.Params{Typesize: ts, BlockSize: h.BlockSize, Codec: h.Codec, CLevel: h.CLevel,
+		Filters: h.Filters, FiltersMeta: h.FiltersMeta, SplitMode: h.SplitMode, UseDict: h.UseDict && h.Codec == chunk.CodecZstd}
 }
 
 func corrupt(format string, args ...any) error {

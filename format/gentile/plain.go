@@ -177,7 +177,7 @@ func (p Plain) FilterTile(h *Header, data []byte) ([]byte, error) {
 			continue
 		}
 		var buf bytes.Buffer
-		zw, err := zlib.NewWriterLevel(&buf, level)
+		zw, err := getZlib(&buf, level)
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +187,7 @@ func (p Plain) FilterTile(h *Header, data []byte) ([]byte, error) {
 		if err := zw.Close(); err != nil {
 			return nil, err
 		}
+		putZlib(zw, level)
 		meta := binary.LittleEndian.AppendUint32(nil, 0)
 		meta = binary.LittleEndian.AppendUint32(meta, 1)
 		meta = binary.LittleEndian.AppendUint32(meta, uint32(len(chunk)))
@@ -198,4 +199,37 @@ func (p Plain) FilterTile(h *Header, data []byte) ([]byte, error) {
 		out = append(out, buf.Bytes()...)
 	}
 	return out, nil
+}
+
+// zlibFree keeps a few idle zlib writers per level (index level+1): one
+// is about a megabyte to build, and fragment metadata compresses a dozen
+// generic tiles per fragment. A free list rather than a sync.Pool, which
+// every garbage collection empties (a large write collects often).
+var zlibFree [11]chan *zlib.Writer
+
+func init() {
+	for i := range zlibFree {
+		zlibFree[i] = make(chan *zlib.Writer, 2)
+	}
+}
+
+func getZlib(w io.Writer, level int) (*zlib.Writer, error) {
+	if level >= -1 && level <= 9 {
+		select {
+		case zw := <-zlibFree[level+1]:
+			zw.Reset(w)
+			return zw, nil
+		default:
+		}
+	}
+	return zlib.NewWriterLevel(w, level)
+}
+
+func putZlib(zw *zlib.Writer, level int) {
+	if level >= -1 && level <= 9 {
+		select {
+		case zlibFree[level+1] <- zw:
+		default:
+		}
+	}
 }

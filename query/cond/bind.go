@@ -39,6 +39,28 @@ type Cond struct {
 	// an enumeration: the tree then compares enumeration indexes, not the
 	// values the user wrote.
 	Enumerated bool
+	// EnumMissing is set when an enumerated comparison named a value its
+	// enumeration lacks (rewritten to always-false/true or a null test);
+	// EnumNullTest when a null test names an enumerated attribute. TileDB
+	// cannot make a delete of either (see DeleteCheck).
+	EnumMissing, EnumNullTest bool
+}
+
+// DeleteCheck says why TileDB 2.30 would refuse a delete with this
+// condition, nil if it would not: on enumerated attributes a delete
+// stores the condition rewritten to indexes and negated, and TileDB fails
+// to negate a comparison with a value the enumeration lacks ("Invalid
+// negation of rewritten query", or for an `in` list of none of its
+// values, an empty set) and to build a null test of an enumerated
+// attribute ("value size mismatch").
+func (c *Cond) DeleteCheck() error {
+	switch {
+	case c.EnumMissing:
+		return errkind.Errorf(errkind.InvalidArgument, "filter %q: a delete cannot compare an enumerated attribute with a value its enumeration lacks (TileDB: invalid negation of rewritten query)", c.Text)
+	case c.EnumNullTest:
+		return errkind.Errorf(errkind.InvalidArgument, "filter %q: a delete cannot test an enumerated attribute for null (TileDB: value node condition value size mismatch)", c.Text)
+	}
+	return nil
 }
 
 // Keep returns the tree a delete commit stores for this condition: the
@@ -80,6 +102,8 @@ type binder struct {
 	// enums holds the enumeration of each enumerated attribute the
 	// condition reads.
 	enums map[string]*schema.Enumeration
+	// enumMissing, enumNull: see Cond.
+	enumMissing, enumNull bool
 }
 
 // Bind resolves a parsed condition against s: names become attributes or
@@ -96,7 +120,8 @@ func Bind(e Expr, text string, s *schema.ArraySchema) (*Cond, error) {
 	if len(b.enums) > 0 {
 		n = b.rewriteEnums(n)
 	}
-	return &Cond{Text: text, Tree: n, Fields: b.fields, Enumerated: len(b.enums) > 0}, nil
+	return &Cond{Text: text, Tree: n, Fields: b.fields, Enumerated: len(b.enums) > 0,
+		EnumMissing: b.enumMissing, EnumNullTest: b.enumNull}, nil
 }
 
 func (b *binder) errAt(pos int, format string, args ...any) error {
@@ -226,10 +251,10 @@ func (b *binder) use(f Field, n *Name, enum string) (Field, error) {
 			return Field{}, errkind.Errorf(errkind.DataLoss, "filter: attribute %q: enumeration %q is not in the schema", f.Name, enum)
 		}
 		e := ref.Enum
-		if !IsString(e.Type) || e.CellValNum != schema.VarNum || !f.Type.IsInteger() || f.CellValNum != 1 {
-			// TileDB-Py crashes on conditions over enumerations of
-			// numbers: there is no oracle to match yet.
-			return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q: conditions on enumerations of %s values are not implemented (only of var-sized strings)", n.P, f.Name, e.Type.TileDBName())
+		strs := IsString(e.Type) && e.CellValNum == schema.VarNum
+		nums := (e.Type.IsInteger() || e.Type.IsFloat()) && e.CellValNum == 1
+		if !strs && !nums || !f.Type.IsInteger() || f.CellValNum != 1 {
+			return Field{}, errkind.Errorf(errkind.Unimplemented, "filter: position %d: attribute %q: conditions on enumerations of %s values (cell_val_num %d) are not implemented (only var-sized strings and single numbers)", n.P, f.Name, e.Type.TileDBName(), e.CellValNum)
 		}
 		b.enums[f.Name] = e
 	}
@@ -300,6 +325,9 @@ func (b *binder) pair(lhs Expr, op CmpOp, rhs Expr, opPos int) (*Node, error) {
 	if lit.Kind == LitNone {
 		if op != CmpEQ && op != CmpNE {
 			return nil, b.errAt(opPos, "None can only be compared with == or != (a null test)")
+		}
+		if b.enums[f.Name] != nil {
+			b.enumNull = true
 		}
 		if !f.Nullable {
 			// TileDB rewrites null tests of fields that cannot be null.
@@ -491,8 +519,16 @@ func typeName(t datatype.Datatype) string {
 var errInvalid = errkind.InvalidArgument
 
 // enumValue checks a constant compared with an enumerated attribute: one of
-// the enumeration's values (a string); it stays a value until rewriteEnums.
+// the enumeration's values (a string, or a number cast to the
+// enumeration's type as TileDB-Py casts it: 7.5 is 7 for int32 values);
+// it stays a value until rewriteEnums.
 func (b *binder) enumValue(f Field, lit *Literal) ([]byte, error) {
+	if e := b.enums[f.Name]; e != nil && !IsString(e.Type) {
+		if lit.Kind == LitStr || lit.Kind == LitBytes {
+			return nil, b.errAt(lit.P, "attribute %q has an enumeration of %s: compare it with one of its values (a number), not %s", f.Name, typeName(e.Type), lit)
+		}
+		return b.cast(Field{Name: f.Name, Type: e.Type, CellValNum: 1}, lit)
+	}
 	if lit.Kind != LitStr && lit.Kind != LitBytes {
 		return nil, b.errAt(lit.P, "attribute %q has an enumeration of strings: compare it with one of its values (a string), not %s", f.Name, lit)
 	}
@@ -532,6 +568,7 @@ func (b *binder) rewriteEnums(n *Node) *Node {
 		return out[:f.Type.Size()]
 	}
 	missing := func(ne bool) *Node {
+		b.enumMissing = true
 		if !ne {
 			return &Node{Kind: commits.KindValue, Field: n.Field, Op: commits.OpAlwaysFalse}
 		}
@@ -562,10 +599,23 @@ func (b *binder) rewriteEnums(n *Node) *Node {
 	return &out
 }
 
-// enumIndex maps each value of a var-sized enumeration to its index (the
-// first one, should a value repeat).
+// enumIndex maps each value of an enumeration (its bytes, as TileDB's
+// value map holds them: so -0.0 is not 0.0) to its index (the first one,
+// should a value repeat).
 func enumIndex(e *schema.Enumeration) map[string]uint64 {
 	m := map[string]uint64{}
+	if e.CellValNum != schema.VarNum {
+		w := e.Type.Size() * int(e.CellValNum)
+		if w <= 0 {
+			return m
+		}
+		for i := 0; i+w <= len(e.Data); i += w {
+			if _, dup := m[string(e.Data[i:i+w])]; !dup {
+				m[string(e.Data[i:i+w])] = uint64(i / w)
+			}
+		}
+		return m
+	}
 	n := uint64(len(e.Offsets) / 8)
 	for i := uint64(0); i < n; i++ {
 		s := binary.LittleEndian.Uint64(e.Offsets[8*i:])

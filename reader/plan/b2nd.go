@@ -10,7 +10,7 @@ import (
 // with each dtype field that has a TileDB counterpart typed as it (bool,
 // signed and unsigned integers, float32 and float64; either byte order:
 // readers hand little-endian values to whoever reads them). Other fields
-// (float16, complex, datetimes, bytes, strings, void) stay opaque bytes:
+// (float16, complex, datetimes, bytes, strings, void, subarrays) stay opaque bytes:
 // a filter or an aggregate over them is refused when it is bound. Filters
 // (package query/cond) and aggregates are bound against it.
 func B2NDTypedSchema(a *array.Array) *schema.ArraySchema {
@@ -19,6 +19,9 @@ func B2NDTypedSchema(a *array.Array) *schema.ArraySchema {
 	for i, f := range a.B2ND.Dtype.Fields {
 		if i >= len(s.Attributes) {
 			break
+		}
+		if f.Count > 0 {
+			continue // a subarray field: a list per cell
 		}
 		if t, ok := b2ndDatatype(byte(f.Kind), f.Size); ok {
 			s.Attributes[i].Type = t

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
 
@@ -14,8 +15,9 @@ import (
 type deleteCond struct {
 	// keep is the stored tree: it selects the cells to keep.
 	keep *commits.Node
-	// ts is the delete's timestamp; marker is its file name, as fragments
-	// that already applied it list it.
+	// ts is the delete's timestamp; marker is its path in the array,
+	// "__commits/NAME.del", as fragments that already applied it list it
+	// (TileDB's condition marker).
 	ts     uint64
 	marker string
 	fields []string
@@ -169,4 +171,41 @@ func compareValue(f *condField, a, b []byte) (int, bool) {
 		return cmpOrdered(d.int(a), d.int(b)), true
 	}
 	return cmpOrdered(d.uint(a), d.uint(b)), true
+}
+
+// DeleteFields lists the fields a stored delete condition reads.
+func DeleteFields(keep *commits.Node) []string {
+	return condFields(keep, map[string]bool{}, nil)
+}
+
+// KeepCells evaluates a stored delete condition (its keep form, as the
+// commit stores it) on the cells of one tile of a fragment of schema s,
+// as this reader applies it: keep[i] is set false for the cells the
+// delete removes. tiles holds the loaded tiles of the fields
+// DeleteFields names; a field missing from it is one the fragment lacks
+// (every comparison on it is false). Lifecycle's consolidation uses it
+// to compute per-cell delete metadata.
+func KeepCells(keep *commits.Node, s *schema.ArraySchema, tiles map[string]*tileio.Tile, out []bool) {
+	fields := map[string]*condField{}
+	for _, name := range DeleteFields(keep) {
+		cf := &condField{}
+		if d := s.DimensionIndex(name); d >= 0 {
+			dd := &s.Dimensions[d]
+			cf.typ, cf.isVar, cf.size = dd.Type, dd.IsVar(), dd.Type.Size()*int(max(dd.CellValNum, 1))
+		} else if a := s.AttributeIndex(name); a >= 0 {
+			at := &s.Attributes[a]
+			cf.typ, cf.isVar, cf.nullable = at.Type, at.IsVar(), at.Nullable
+			if !cf.isVar {
+				cf.size = int(at.CellSize())
+			}
+		}
+		if cf.isVar {
+			cf.size = 0
+		}
+		cf.tile = tiles[name]
+		fields[name] = cf
+	}
+	for i := range out {
+		out[i] = evalKeep(keep, fields, i)
+	}
 }

@@ -334,7 +334,7 @@ func (r *Reader) loadConditions(ctx context.Context) error {
 		if err != nil {
 			return dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
 		}
-		r.conds = append(r.conds, &deleteCond{keep: n, ts: cc.Timestamp, marker: path.Base(cc.Path),
+		r.conds = append(r.conds, &deleteCond{keep: n, ts: cc.Timestamp, marker: cc.Path,
 			fields: condFields(n, map[string]bool{}, nil)})
 	}
 	return nil
