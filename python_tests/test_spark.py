@@ -7,7 +7,6 @@ module and test_spark_jvm.py: starting one costs
 small."""
 
 import os
-import sys
 
 import numpy as np
 import pyarrow as pa
