@@ -22,11 +22,9 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import statistics
-import subprocess
 import tempfile
 import time
 
@@ -36,6 +34,7 @@ import pyarrow.flight as fl
 import tiledb
 
 import resultsfile  # noqa: E402 (benchmarks/ is the script directory)
+from flight_read import start_flightd  # noqa: E402 (the shared daemon start)
 
 SPARSE_CELLS = 10_000_000
 ROWS, COLS = 4096, 8192
@@ -83,14 +82,6 @@ def make_dense(root):
     return uri
 
 
-def start_flightd(exe, root):
-    p = subprocess.Popen([exe, "-data", root, "-listen", "127.0.0.1:0", "-log-format", "json",
-                          "-memory-budget", str(1 << 30)], stderr=subprocess.PIPE, text=True)
-    for line in p.stderr:
-        m = re.search(r'"url":"(grpc://[^"]+)"', line)
-        if m:
-            return p, m.group(1)
-    raise RuntimeError("flightd did not start")
 
 
 def timed(fn):

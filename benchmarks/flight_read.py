@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -95,12 +96,20 @@ def start_python_server(root):
     return p, m.group(0)
 
 
-def start_flightd(exe, root):
-    p = subprocess.Popen([exe, "-data", root, "-listen", "127.0.0.1:0", "-log-format", "json",
-                          "-memory-budget", str(1 << 30)], stderr=subprocess.PIPE, text=True)
+def start_flightd(exe, data, *extra, env=None):
+    """Starts flightd on data (a directory or s3:// URL) with a 1 GiB budget,
+    on a free loopback port unless extra names -listen, and returns the
+    process and its grpc:// URL. Every benchmark script starts its daemons
+    here. The daemon's log (one access record per call) is drained by a
+    thread for the whole run: a pipe nobody reads fills after a few hundred
+    calls and then blocks the daemon mid-call."""
+    listen = [] if "-listen" in extra else ["-listen", "127.0.0.1:0"]
+    p = subprocess.Popen([exe, "-data", data, *listen, "-log-format", "json", "-memory-budget", str(1 << 30), *extra],
+                         stderr=subprocess.PIPE, text=True, env=env)
     for line in p.stderr:
         m = re.search(r'"url":"(grpc://[^"]+)"', line)
         if m:
+            threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
             return p, m.group(1)
     raise RuntimeError("flightd did not start")
 

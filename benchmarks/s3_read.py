@@ -23,7 +23,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import statistics
@@ -49,17 +48,7 @@ NBYTES = fr.ROWS * fr.COLS * 8
 
 
 def start_flightd(exe, data, *extra):
-    env = dict(os.environ, **S3_ENV)
-    p = subprocess.Popen([exe, "-data", data, "-log-format", "json", "-memory-budget", str(1 << 30), *extra],
-                         stderr=subprocess.PIPE, text=True, env=env)
-    for line in p.stderr:
-        m = re.search(r'"url":"(grpc://[^"]+)"', line)
-        if m:
-            # Keep draining the log so the daemon never blocks on it.
-            import threading
-            threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
-            return p, m.group(1)
-    raise RuntimeError("flightd did not start")
+    return fr.start_flightd(exe, data, *extra, env=dict(os.environ, **S3_ENV))
 
 
 def stop(p):

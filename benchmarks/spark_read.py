@@ -30,7 +30,6 @@ import signal
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,11 +53,6 @@ def export_parquet(client, path):
             w.write_batch(b.replace_schema_metadata(None), row_group_size=1 << 20)
 
 
-def drain(stream):
-    for _ in stream:
-        pass
-
-
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -75,11 +69,7 @@ def main():
 
     root = args.data or tempfile.mkdtemp(prefix="tileflight-spark-bench-")
     make_array(root)
-    fd, url = start_flightd(args.flightd, root)
-    # start_flightd stops reading the daemon's stderr at its URL line; the access log
-    # then fills the pipe and the daemon blocks writing it (a hang in round 3 of a
-    # 4-source run). Drain it for the whole run.
-    threading.Thread(target=drain, args=(fd.stderr,), daemon=True).start()
+    fd, url = start_flightd(args.flightd, root)  # its log is drained for the whole run
     try:
         client = tileflight.connect(url)
         parquet = os.path.join(root, "dense.parquet")
