@@ -748,30 +748,48 @@ def test_jdbc_driver(env, jdbc_jars):
     assert facts["query6"].startswith("ERROR") and "position" in facts["query6"], facts["query6"]
 
 
+_SPARK_JDBC = r"""
+import json, sys
+from pyspark.sql import SparkSession
+url, jar, opts = sys.argv[1], sys.argv[2], sys.argv[3]
+spark = (SparkSession.builder.master("local[1]").appName("tileflight-jdbc")
+         .config("spark.jars", jar)
+         .config("spark.driver.extraJavaOptions", opts)
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "1")
+         .getOrCreate())
+try:
+    props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
+    df = spark.read.jdbc(url, "sqlt.pts", properties=props)
+    rows = [[int(r.k), str(r.s)] for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect()]
+    print(json.dumps({"columns": df.columns, "rows": rows}))
+finally:
+    spark.stop()
+"""
+
+
 def test_spark_jdbc_source(env, jdbc_jars):
     """Spark reads an array through spark.read.jdbc with the Flight SQL
-    driver (local mode, one task); Spark's pushed WHERE lands as SQL."""
-    pyspark = pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
+    driver (local mode, one task); Spark's pushed WHERE lands as SQL. Spark
+    runs in a process of its own: a JVM started with the JDBC driver as its
+    only extra jar would serve every later SparkSession of this process
+    (test_spark_jvm.py's needs the connector's jar)."""
+    import json as _json
+    import subprocess as _sp
+    import sys as _sys
+    pytest.importorskip("pyspark")
     conn, duck, daemon = env
     if not shutil.which("java"):
         pytest.fail("Java is needed for Spark")
-    spark = (SparkSession.builder.master("local[1]").appName("tileflight-jdbc")
-             .config("spark.jars", jdbc_jars[1])
-             .config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .getOrCreate())
-    try:
-        props = {"driver": "org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver"}
-        df = spark.read.jdbc(_jdbc_url(daemon), "sqlt.pts", properties=props)
-        assert df.columns == ["k", "t", "s", "n", "val"]
-        # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
-        got = sorted((r.k, r.s) for r in df.filter("n IS NULL AND k < 300").select("k", "s").collect())
-        want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
-        assert got == want and len(want) > 10
-    finally:
-        spark.stop()
+    out = _sp.run([_sys.executable, "-c", _SPARK_JDBC, _jdbc_url(daemon), jdbc_jars[1], " ".join(JAVA_OPTS)],
+                  capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = _json.loads(out.stdout.strip().splitlines()[-1])
+    assert facts["columns"] == ["k", "t", "s", "n", "val"]
+    # Spark pushes the filter into its SQL: WHERE ("n" IS NULL) AND ("k" < 300)
+    got = sorted((k, s_) for k, s_ in facts["rows"])
+    want = sorted(duck.execute("SELECT k, s FROM sqlt.pts WHERE n IS NULL AND k < 300").fetchall())
+    assert got == want and len(want) > 10
 
 
 def test_tokens(env, flightd_bin):  # noqa: F811
