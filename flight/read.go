@@ -220,7 +220,7 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 		return toStatus(errkind.Errorf(errkind.InvalidArgument, "empty ticket: a ticket is a query JSON such as {\"array\": \"demo/dense\"}"))
 	}
 	if s.routeSQL(t.Ticket) {
-		return s.sql.DoGet(t, stream)
+		return s.doGetSQL(t, stream)
 	}
 	q, err := query.Parse(t.Ticket)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -37,6 +38,59 @@ func isJSON(b []byte) bool {
 // SQL server.
 func (s *Service) routeSQL(b []byte) bool {
 	return s.sql != nil && len(b) > 0 && !isJSON(b)
+}
+
+// SQLStreamer is implemented by a Flight SQL server that can resolve a
+// statement ticket into its result stream itself. DoGet then sends that
+// stream as it sends a native query's (one-buffer bodies handed to gRPC
+// without a copy) instead of through arrow-go's generic Flight SQL DoGet,
+// which copies every batch body once more. ok is false for tickets it
+// leaves to the generic path (catalog commands).
+type SQLStreamer interface {
+	StreamTicket(ctx context.Context, ticket []byte) (sc *arrow.Schema, chunks <-chan aflight.StreamChunk, ok bool, err error)
+}
+
+// doGetSQL answers a Flight SQL ticket.
+func (s *Service) doGetSQL(t *aflight.Ticket, stream aflight.FlightService_DoGetServer) error {
+	st, isStreamer := s.sql.(SQLStreamer)
+	if !isStreamer {
+		return s.sql.DoGet(t, stream)
+	}
+	ctx := stream.Context()
+	sc, chunks, ok, err := st.StreamTicket(ctx, t.Ticket)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return s.sql.DoGet(t, stream)
+	}
+	defer func() {
+		for c := range chunks {
+			if c.Data != nil {
+				c.Data.Release()
+			}
+		}
+	}()
+	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(sc))
+	defer w.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case c, more := <-chunks:
+			if !more {
+				return nil
+			}
+			if c.Err != nil {
+				return c.Err
+			}
+			err := w.Write(c.Data)
+			c.Data.Release()
+			if err != nil {
+				return toStatus(clientGone(ctx, err))
+			}
+		}
+	}
 }
 
 // Status maps an error of any layer to the gRPC status a client sees.

@@ -93,7 +93,7 @@ func New(svc *flight.Service, log zerolog.Logger, version string) (aflight.Fligh
 			return nil, nil, err
 		}
 	}
-	return flightsql.NewFlightServer(s), s, nil
+	return streamingServer{FlightServer: flightsql.NewFlightServer(s), srv: s}, s, nil
 }
 
 // entry is one table of the catalog.
