@@ -651,7 +651,7 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path, history):
                                                      attrs=[tiledb.Attr("v", dtype=np.float64)]))
     rng = np.random.default_rng(3)
     for t in range(1, 10):
-        ks = np.unique(rng.integers(0, 2000, 600))
+        ks = np.unique(rng.integers(0, 10000, 3000))
         with tiledb.open(pristine, "w", timestamp=t) as A:
             A[ks] = {"v": ks * 1.0 + t}
         if history == "deletes" and t in (4, 7):
@@ -668,7 +668,20 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path, history):
         return sorted(zip(r["k"].tolist(), r["v"].tolist()))
 
     want = {t: view(pristine, t) for t in (1, 4, 5, 7, 9)}
-    rnd = random.Random(13)
+    # How long one consolidation takes on this machine, call included: the
+    # kills land at fractions of it, so that they fall inside it on a quiet
+    # machine too (a fixed 0-150 ms delay let every consolidation finish
+    # first once the machine was idle).
+    shutil.copytree(pristine, str(data / "probe"))
+    d = Daemon(flightd_bin, data)
+    try:
+        t0 = time.monotonic()
+        action(d.client(), "consolidate", {"array": "probe"})
+        took = time.monotonic() - t0
+    finally:
+        d.stop()
+    shutil.rmtree(str(data / "probe"))
+    fractions = [0.1, 0.25, 0.4, 0.55, 0.7, 0.85]
     outcomes = set()
     for trial in range(6):
         name = f"s{trial}"
@@ -679,7 +692,7 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path, history):
         errs = []
         th = threading.Thread(target=lambda: errs.append(_try(lambda: action(c, "consolidate", {"array": name}))))
         th.start()
-        time.sleep(rnd.uniform(0, 0.15))
+        time.sleep(took * fractions[trial])
         d.proc.send_signal(signal.SIGKILL)
         th.join(30)
         d.stop(check=False)
@@ -706,8 +719,8 @@ def test_kill9_during_sparse_consolidation(flightd_bin, tmp_path, history):
         finally:
             d.stop()
         shutil.rmtree(uri)
-    print("sparse kill -9 trials: finished before the kill", outcomes)
-    assert False in outcomes, "every consolidation finished before its kill"
+    print(f"sparse kill -9 trials: a consolidation took {took:.3f} s; finished before the kill", outcomes)
+    assert False in outcomes, f"every consolidation finished before its kill (one takes {took:.3f} s)"
 
 
 # ---- sparse consolidation over deletes and earlier consolidations ----
