@@ -239,9 +239,24 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 		return toStatus(err)
 	}
 	defer rs.Close()
-	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(rs.Schema()))
+	return sendRecords(ctx, stream, rs.Schema(), func() (arrow.RecordBatch, error) { return rs.Next(ctx) },
+		func(rec arrow.RecordBatch) {
+			ci.AddRows(rec.NumRows())
+			ci.AddBytes(recordBytes(rec))
+		})
+}
+
+// sendRecords writes the records next returns, until io.EOF, to a DoGet
+// stream as one IPC stream of schema sc (one-buffer bodies go to gRPC as
+// they are: payloadWriter). Each record is released once written, after
+// sent (when not nil) has seen it. An error from next ends the stream
+// with that error; a failed write means the client went away or the
+// transport failed, and the caller's deferred cleanup stops the source.
+func sendRecords(ctx context.Context, stream aflight.FlightService_DoGetServer, sc *arrow.Schema,
+	next func() (arrow.RecordBatch, error), sent func(arrow.RecordBatch)) error {
+	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(sc))
 	for {
-		rec, err := rs.Next(ctx)
+		rec, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -250,12 +265,11 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 			return toStatus(err)
 		}
 		werr := w.Write(rec)
-		ci.AddRows(rec.NumRows())
-		ci.AddBytes(recordBytes(rec))
+		if sent != nil {
+			sent(rec)
+		}
 		rec.Release()
 		if werr != nil {
-			// The client went away or the transport failed: the reader
-			// stops here and its resources are released by Close.
 			return toStatus(clientGone(ctx, werr))
 		}
 	}

@@ -11,10 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -71,26 +71,22 @@ func (s *Service) doGetSQL(t *aflight.Ticket, stream aflight.FlightService_DoGet
 			}
 		}
 	}()
-	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(sc))
-	defer w.Close()
-	for {
+	// The statement's rows were counted for the access log where they
+	// were produced (NoteCall), so nothing is noted per record here.
+	return sendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case c, more := <-chunks:
 			if !more {
-				return nil
+				return nil, io.EOF
 			}
 			if c.Err != nil {
-				return c.Err
+				return nil, c.Err
 			}
-			err := w.Write(c.Data)
-			c.Data.Release()
-			if err != nil {
-				return toStatus(clientGone(ctx, err))
-			}
+			return c.Data, nil
 		}
-	}
+	}, nil)
 }
 
 // Status maps an error of any layer to the gRPC status a client sees.
