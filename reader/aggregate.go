@@ -480,15 +480,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 	}
 	// The inner read: every field an aggregate reads, once.
 	inner := *p
-	inner.Columns = nil
-	for _, a := range aggs {
-		if a.spec.Field != "*" && !contains(inner.Columns, a.spec.Field) {
-			inner.Columns = append(inner.Columns, a.spec.Field)
-		}
-	}
-	if len(inner.Columns) == 0 {
-		inner.Columns = []string{s.Dimensions[0].Name}
-	}
+	inner.Columns = aggColumns(aggs, s.Dimensions[0].Name)
 	inner.Limit = -1
 	inner.BatchRows = query.MaxBatchRows
 	if src.dense {
@@ -786,3 +778,19 @@ func contains(l []string, s string) bool {
 }
 
 var memPool = memory.DefaultAllocator
+
+// aggColumns lists the fields the aggregates read, each once, in their
+// order; count(*) alone reads only the first dimension, whose cells it
+// counts.
+func aggColumns(aggs []*aggState, firstDim string) []string {
+	var cols []string
+	for _, a := range aggs {
+		if a.spec.Field != "*" && !contains(cols, a.spec.Field) {
+			cols = append(cols, a.spec.Field)
+		}
+	}
+	if len(cols) == 0 {
+		cols = []string{firstDim}
+	}
+	return cols
+}

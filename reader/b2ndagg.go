@@ -39,15 +39,7 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 		return nil, err
 	}
 	inner := *p
-	inner.Columns = nil
-	for _, a := range aggs {
-		if a.spec.Field != "*" && !contains(inner.Columns, a.spec.Field) {
-			inner.Columns = append(inner.Columns, a.spec.Field)
-		}
-	}
-	if len(inner.Columns) == 0 {
-		inner.Columns = []string{ts.Dimensions[0].Name}
-	}
+	inner.Columns = aggColumns(aggs, ts.Dimensions[0].Name)
 	inner.Limit = -1
 	inner.BatchRows = b2ndAggBatchRows
 	inner.Layout = query.LayoutGlobal

@@ -60,18 +60,7 @@ func (r *Reader) mayPrune(fs *fragState, mbr fragmeta.MBR) bool {
 		return true
 	}
 	for _, older := range r.frags[:len(r.frags)-1] {
-		ned := older.f.Meta.Footer().NonEmptyDomain
-		if len(ned) != len(r.dims) {
-			return false
-		}
-		meets := true
-		for d, di := range r.dims {
-			if !di.rangesMeet(mbr[d], ned[d]) {
-				meets = false
-				break
-			}
-		}
-		if meets {
+		if r.mayMeet(older, mbr) {
 			return false
 		}
 	}
@@ -147,21 +136,22 @@ func (r *Reader) alone(fs *fragState, mbr fragmeta.MBR) bool {
 		return true
 	}
 	for _, o := range r.frags {
-		if o == fs {
-			continue
-		}
-		ned := o.f.Meta.Footer().NonEmptyDomain
-		if len(ned) != len(r.dims) {
+		if o != fs && r.mayMeet(o, mbr) {
 			return false
 		}
-		meets := true
-		for d, di := range r.dims {
-			if !di.rangesMeet(mbr[d], ned[d]) {
-				meets = false
-				break
-			}
-		}
-		if meets {
+	}
+	return true
+}
+
+// mayMeet reports whether fragment o may hold cells inside mbr: its
+// non-empty domain meets mbr on every dimension, or is not known.
+func (r *Reader) mayMeet(o *fragState, mbr fragmeta.MBR) bool {
+	ned := o.f.Meta.Footer().NonEmptyDomain
+	if len(ned) != len(r.dims) {
+		return true
+	}
+	for d, di := range r.dims {
+		if !di.rangesMeet(mbr[d], ned[d]) {
 			return false
 		}
 	}
