@@ -145,9 +145,7 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 		FlightDescriptor: fd,
 		TotalRecords:     total,
 		TotalBytes:       -1,
-		// Endpoints are cut in result order; only unordered results
-		// leave the order of their concatenation open.
-		Ordered: q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault,
+		Ordered:          orderedParts(q),
 	}
 	for _, p := range parts {
 		t, err := p.MarshalJSON()
@@ -160,6 +158,13 @@ func (s *Service) flightInfo(ctx context.Context, q *query.Query, fd *aflight.Fl
 		s.cfg.Cluster.assign(info.Endpoint)
 	}
 	return info, nil
+}
+
+// orderedParts says whether the parts of q's result concatenate in q's
+// order: endpoints are cut in result order, and only unordered results
+// leave the order of their concatenation open.
+func orderedParts(q *query.Query) bool {
+	return q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault
 }
 
 // PollFlightInfo answers Flight SQL commands (the JSON protocol has no

@@ -130,7 +130,7 @@ func (s *Service) OpenQuery(ctx context.Context, q *query.Query) (BatchStream, e
 // cluster), and says whether their results concatenate in q's order.
 func (s *Service) PartitionQuery(ctx context.Context, q *query.Query) (parts []*query.Query, ordered bool, err error) {
 	_, parts, _, err = s.partition(ctx, q)
-	return parts, q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault, err
+	return parts, orderedParts(q), err
 }
 
 // AssignLocations gives endpoints the cluster's nodes as locations, as

@@ -645,8 +645,8 @@ func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.Fli
 }
 
 // partScan replaces a compiled pure scan by the part a ticket names. The
-// part must be a part of that scan: same array, columns, subarray kind
-// and filter, so that its batches have the statement's schema.
+// part must be a part of that scan: same array, columns and filter, no
+// limit or aggregates, so that its batches have the statement's schema.
 func partScan(c *compiled, part json.RawMessage) error {
 	if c.scan == nil {
 		return errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan, but the statement is not a pure scan")

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"io"
+	"slices"
 )
 
 // compareGlobal orders two cells in the array's global order: Hilbert
@@ -127,18 +128,6 @@ func (r *Reader) numericKeys() bool {
 	return true
 }
 
-func compareKeys(a, b []uint64) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
 // mergeSource merges the fragments' cursors in global order, keeping the
 // newest version of each coordinate unless the array allows duplicates.
 type mergeSource struct {
@@ -160,7 +149,7 @@ func (h *cursorHeap) Less(i, j int) bool {
 	b, bi := h.cs[j].cell()
 	var c int
 	if h.keys {
-		c = compareKeys(h.cs[i].key, h.cs[j].key)
+		c = slices.Compare(h.cs[i].key, h.cs[j].key)
 	} else {
 		c = h.r.compareGlobal(a, ai, b, bi)
 	}

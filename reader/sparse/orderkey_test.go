@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tileflight/tileflight/format/datatype"
@@ -31,7 +32,7 @@ func TestOrderKeyAgreesWithCompareGlobal(t *testing.T) {
 					i, j := rng.IntN(cells.n), rng.IntN(cells.n)
 					ka = r.orderKey(cells, i, ka)
 					kb = r.orderKey(cells, j, kb)
-					got, want := compareKeys(ka, kb), r.compareGlobal(cells, i, cells, j)
+					got, want := slices.Compare(ka, kb), r.compareGlobal(cells, i, cells, j)
 					if got != want {
 						t.Fatalf("cells %v and %v: keys compare %d, compareGlobal %d", r.cellCoords(cells, i), r.cellCoords(cells, j), got, want)
 					}
