@@ -84,6 +84,16 @@ class Served(Daemon):
         return {"goroutines": int(self.metrics().get("go_goroutines", -1)), "fds": fds, "rss": rss}
 
 
+    def quiet_stats(self, timeout=10):
+        """proc_stats once no client holds a connection to the daemon: a
+        baseline taken while a just-closed client's connection is still
+        being torn down counts that connection's FD and goroutines as the
+        daemon's own and hides a later leak of the same size."""
+        deadline = time.monotonic() + timeout
+        while self._connections() != ["none"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.proc_stats()
+
     def leak_report(self):
         """What a failed goroutine/FD settle check needs to be diagnosed:
         the daemon's goroutines grouped by stack (pprof), and for each of

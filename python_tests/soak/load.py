@@ -81,12 +81,12 @@ def _round(d, rnd, clients, seconds, seed):
     return agg
 
 
-def _settled(d, base=None, wait=15):
+def _settled(d, base, wait=15):
     """Process figures once the goroutines have settled (gRPC closes
     connections asynchronously)."""
     deadline = time.monotonic() + wait
     s = d.proc_stats()
-    while base is not None and time.monotonic() < deadline and \
+    while time.monotonic() < deadline and \
             (s["goroutines"] > base["goroutines"] + 2 or s["fds"] > base["fds"] + 2):
         time.sleep(0.5)
         s = d.proc_stats()
@@ -111,7 +111,7 @@ def run(exe, workdir, clients=32, seconds=60, rounds=2, seed=1, quiet=15, log=pr
     failures = []
     # Warm up (first connections, caches), then the baseline.
     acked_rows = _round(d, 0, 2, 1, seed)["acked_rows"]
-    base = _settled(d)
+    base = d.quiet_stats()
     out = {"clients": clients, "seconds_per_round": seconds, "baseline": base, "rounds": []}
     for i in range(rounds):
         res = _round(d, i + 1, clients, seconds, seed + i + 1)
