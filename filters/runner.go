@@ -99,7 +99,10 @@ func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]
 	run := func(i int) error {
 		return p.unfilterChunk(chunks[i], dst[offs[i]:offs[i+1]:offs[i+1]], nil, i, len(chunks))
 	}
-	return dst, parallel(len(chunks), conc, run)
+	if err := parallel(len(chunks), conc, run); err != nil {
+		return nil, err // dst may be partly written (and not zeroed)
+	}
+	return dst, nil
 }
 
 // UnfilterOwned is UnfilterTile for a serialized tile the caller owns
@@ -110,7 +113,7 @@ func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]
 // of size bytes, which the caller must have bounded (as for UnfilterTile).
 func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
 	if len(p.stages) != 0 {
-		return p.unfilterTile(make([]byte, size, size+decodeSlack), filtered, true)
+		return p.unfilterTile(p.tileBuffer(size, size+decodeSlack), filtered, true)
 	}
 	chunks, err := parseChunks(filtered, size)
 	if err != nil {
