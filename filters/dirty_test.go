@@ -212,3 +212,84 @@ func FuzzUnfilterOwnedDirty(f *testing.F) {
 		}
 	})
 }
+
+// strs returns n var-sized cells (lengths 0..12, some runs of repeats)
+// as start offsets and values.
+func strs(n int) ([]uint64, []byte) {
+	offs := make([]uint64, n)
+	var vals []byte
+	for i := 0; i < n; i++ {
+		offs[i] = uint64(len(vals))
+		k := (i / 3) % 13
+		for j := 0; j < k; j++ {
+			vals = append(vals, byte('a'+(i/3+j)%26))
+		}
+	}
+	return offs, vals
+}
+
+// TestUnfilterVarOwnedDirty: var-sized tile pairs decoded into unzeroed
+// buffers equal the cells written, for values and offsets pipelines that
+// fill their output and for string RLE/dictionary (offsets carried in the
+// values, values decoded into zeroed memory).
+func TestUnfilterVarOwnedDirty(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		values, offsets  pipeline.Pipeline
+		dirtyV, dirtyOff bool
+	}{
+		{"zstd, offsets zstd", pipe(pipeline.Zstd), pipe(pipeline.Zstd), true, true},
+		{"lz4, offsets double delta", pipe(pipeline.LZ4), pipe(pipeline.DoubleDelta), true, false},
+		{"none, offsets none", pipe(), pipe(), true, true},
+		{"byteshuffle zstd, offsets gzip", pipe(pipeline.Byteshuffle, pipeline.Zstd), pipe(pipeline.Gzip), false, true},
+		{"rle strings", pipe(pipeline.RLE), pipe(pipeline.Zstd), false, true},
+		{"dictionary strings", pipe(pipeline.Dictionary, pipeline.Zstd), pipe(pipeline.LZ4), false, true},
+	} {
+		for _, cells := range []int{1, 100, 20000, 70000} {
+			p, err := New(c.values, datatype.StringASCII, 0, 22, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, err := New(c.offsets, datatype.Uint64, 1, 22, Options{IsOffsets: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			offs, vals := strs(cells)
+			fo, fv, err := p.FilterVarTile(off, offs, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, poison := range []byte{0x00, 0xA5} {
+				calls := 0
+				restore := poisonAlloc(poison, &calls)
+				gotOffs, gotVals, err := p.UnfilterVarOwned(off, fo, fv, uint64(8*(cells+1)), uint64(len(vals)))
+				restore()
+				if err != nil {
+					t.Fatalf("%s, %d cells: %v", c.name, cells, err)
+				}
+				if !bytes.Equal(gotVals, vals) {
+					t.Fatalf("%s, %d cells, poison %#x: values differ", c.name, cells, poison)
+				}
+				for i := 0; i <= cells; i++ {
+					want := uint64(len(vals))
+					if i < cells {
+						want = offs[i]
+					}
+					if got := binary.LittleEndian.Uint64(gotOffs[8*i:]); got != want {
+						t.Fatalf("%s, %d cells, poison %#x: offset %d = %d, want %d", c.name, cells, poison, i, got, want)
+					}
+				}
+				want := 0
+				if c.dirtyV {
+					want++
+				}
+				if c.dirtyOff {
+					want++
+				}
+				if calls != want {
+					t.Fatalf("%s: %d unzeroed buffers, want %d", c.name, calls, want)
+				}
+			}
+		}
+	}
+}

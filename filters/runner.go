@@ -407,6 +407,27 @@ func (p *Pipeline) FilterVarTile(off *Pipeline, offsets []uint64, values []byte)
 	return filteredOffsets, filteredValues, nil
 }
 
+// UnfilterVarOwned is UnfilterVarTile into new buffers of offsetsSize
+// (8*(cells+1)) and valuesSize bytes, which the caller must have bounded
+// (from the fragment metadata). Buffers every byte of which unfiltering
+// writes are not zeroed first (see fillsOut): the offsets whenever the
+// values carry them or the offsets pipeline fills its output, the values
+// when their pipeline does.
+func (p *Pipeline) UnfilterVarOwned(off *Pipeline, filteredOffsets, filteredValues []byte, offsetsSize, valuesSize uint64) (offsets, values []byte, err error) {
+	var dstOffsets, dstValues []byte
+	if p.strings || off.fills {
+		dstOffsets = allocDirty(int(offsetsSize), int(offsetsSize))
+	} else {
+		dstOffsets = make([]byte, offsetsSize)
+	}
+	if !p.strings && p.fills {
+		dstValues = allocDirty(int(valuesSize), int(valuesSize))
+	} else {
+		dstValues = make([]byte, valuesSize)
+	}
+	return p.UnfilterVarTile(off, filteredOffsets, filteredValues, dstOffsets, dstValues)
+}
+
 // UnfilterVarTile reverses a var-sized field's tile pair. dstOffsets must
 // be 8*(cells+1) bytes and dstValues the unfiltered values size (both
 // known from the fragment metadata). It returns the offsets as cells+1
