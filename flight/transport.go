@@ -13,12 +13,14 @@ import "google.golang.org/grpc"
 // holding it, so thousands of idle clients cost nothing extra.
 const TransportWriteBuffer = 256 << 10
 
-// TransportOptions are the gRPC server options that shape how bytes move:
-// the daemon uses them, and so does the in-memory benchmark server, so
-// that the ceiling it measures is the same transport without the storage.
+// TransportOptions are the gRPC server options that shape how bytes move
+// (the write buffer; sendCodec, which sends DoGet bodies without copying
+// them): the daemon uses them, and so does the in-memory benchmark
+// server, so that the ceiling it measures is the same transport without
+// the storage.
 func TransportOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append([]grpc.ServerOption{
 		grpc.WriteBufferSize(TransportWriteBuffer),
 		grpc.SharedWriteBuffer(true),
-	}
+	}, codecOptions()...)
 }
