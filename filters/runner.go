@@ -64,8 +64,10 @@ func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
 }
 
 // decodeSlack is how far past its end a chunk's decoder may scribble:
-// zstd's fast copy loops write up to 16 bytes beyond their output and
-// fall back to exact (slower) copies when the buffer has no such room.
+// zstd's 16-byte copy loops write up to 16 bytes beyond their output and
+// fall back to exact copies when the buffer has no such room. Which is
+// faster depends on the data (BenchmarkBareZstd): chunks decoded in
+// parallel get no slack (they cannot overrun a neighbour being decoded).
 const decodeSlack = 32
 
 // unfilterTile is UnfilterTile; tailSlack says whether dst's capacity
