@@ -25,12 +25,16 @@ import (
 // The cells are never concatenated: a worker gathers a tile's runs
 // straight from the retained input batches (the Arrow buffers of the
 // DoPut), and a tile lying whole and contiguous inside one batch is
-// filtered in place, without any copy.
+// filtered in place, without any copy. A contiguous tile spanning several
+// batches (a 16 MiB tile from pyarrow's 8 MiB batches, say) is not
+// gathered either: its statistics fold over the batches' pieces in cell
+// order and its chunks are compressed from them (spanParts).
 //
 // Memory: Append blocks while the retained input exceeds
 // MaxFragmentBytes and tiles are being filtered (so a slow disk or CPU
 // slows the client instead of growing the heap); the filtered tiles of
-// the fragments not yet stored; one tile of scratch per worker.
+// the fragments not yet stored; one tile of scratch per worker for the
+// tiles that are gathered (strided, nullable, partly covered).
 //
 // Var-sized attributes take the buffered path of stream.go: their cells'
 // sizes, and so the fragments' extents, are not known in advance.
