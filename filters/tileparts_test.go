@@ -82,22 +82,33 @@ func TestFilterTileParts(t *testing.T) {
 }
 
 // FuzzFilterTileParts cuts a tile anywhere: the pieces filter to the
-// whole tile's bytes.
+// whole tile's bytes. The tile is pattern repeated to size bytes (up to
+// five chunks), so that small inputs reach multi-chunk tiles.
 func FuzzFilterTileParts(f *testing.F) {
-	f.Add(bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 9000), []byte{200, 7, 0, 255})
-	f.Add([]byte{}, []byte{0})
-	p, err := New(pipeline.Pipeline{MaxChunkSize: MaxChunkSize, Filters: []pipeline.Filter{{Type: pipeline.Zstd, Compressor: zstdC, Level: 1, Reinterpret: datatype.Any}}}, datatype.Uint8, 1, 22, Options{Concurrency: 2})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, uint32(160000), []byte{200, 7, 0, 255})
+	f.Add([]byte{}, uint32(0), []byte{0})
+	f.Add([]byte{9}, uint32(MaxChunkSize), []byte{1, 1})
+	// lz4 keeps executions cheap: what is fuzzed is where the cuts fall.
+	p, err := New(one(pipeline.LZ4, 0, datatype.Any), datatype.Uint8, 1, 22, Options{Concurrency: 1})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, data, cutBytes []byte) {
+	f.Fuzz(func(t *testing.T, pattern []byte, size uint32, cutBytes []byte) {
 		if len(cutBytes) > 32 {
 			return
+		}
+		n := int(size % (5*MaxChunkSize + 1))
+		if len(pattern) == 0 {
+			n = 0
+		}
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = pattern[i%len(pattern)] + byte(i/len(pattern))
 		}
 		var cuts []int
 		c := 0
 		for _, b := range cutBytes {
-			c += int(b) * 997 % (len(data) + 1)
+			c += int(b) * 997 % (n + 1)
 			cuts = append(cuts, c)
 		}
 		want, err := p.FilterTile(data)
