@@ -202,3 +202,62 @@ func BenchmarkFilter(b *testing.B) {
 		})
 	}
 }
+
+// harnessTile is 16 MiB of the float64 values r*8192 + c that
+// benchmarks/bench.py's put_dense case writes (one of its space tiles).
+func harnessTile() []byte {
+	b := make([]byte, 16<<20)
+	for i := 0; i < len(b)/8; i++ {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(i)))
+	}
+	return b
+}
+
+// BenchmarkFilterZstdTile is the kernel that bounds a dense DoPut: one
+// 16 MiB float64 tile of the put_dense case through zstd level 1, whole
+// and in the pieces of two 8 MiB input batches (FilterTileParts), on one
+// core and on all, beside the bare encoder on the same 64 KiB chunks.
+func BenchmarkFilterZstdTile(b *testing.B) {
+	data := harnessTile()
+	pieces := [][]byte{data[:8<<20], data[8<<20:]}
+	for _, conc := range []int{1, 0} {
+		p, err := New(one(pipeline.Zstd, 1, datatype.Any), datatype.Float64, 1, 22, Options{Concurrency: conc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sfx := "/1core"
+		if conc == 0 {
+			sfx = "/allcores"
+		}
+		b.Run("whole"+sfx, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			var out []byte
+			for b.Loop() {
+				if out, err = p.FilterTile(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data))/float64(len(out)), "ratio")
+		})
+		b.Run("pieces"+sfx, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.FilterTileParts(pieces); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("bare_encoder/1core", func(b *testing.B) {
+		enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
+		dst := make([]byte, 0, MaxChunkSize)
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			for i := 0; i < len(data); i += MaxChunkSize {
+				dst = enc.EncodeAll(data[i:i+MaxChunkSize], dst[:0])
+			}
+		}
+	})
+}

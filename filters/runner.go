@@ -3,6 +3,7 @@ package filters
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tileflight/tileflight/filters/stage"
@@ -320,12 +321,56 @@ func (p *Pipeline) FilterTile(data []byte) ([]byte, error) {
 	return p.filterChunks(data, p.fixedChunks(uint64(len(data))), nil)
 }
 
+// FilterTileParts is FilterTile over the tile that is the concatenation
+// of parts, without concatenating them: a chunk lying inside one part is
+// filtered straight from it, and only a chunk straddling parts is first
+// copied (into a buffer of one chunk). A dense write uses it for a tile
+// whose cells arrived in several input batches.
+func (p *Pipeline) FilterTileParts(parts [][]byte) ([]byte, error) {
+	if len(parts) == 1 {
+		return p.FilterTile(parts[0])
+	}
+	// starts[k] is where parts[k] begins in the tile.
+	starts := make([]uint64, len(parts)+1)
+	for k, pt := range parts {
+		starts[k+1] = starts[k] + uint64(len(pt))
+	}
+	size := starts[len(parts)]
+	bounds := p.fixedChunks(size)
+	chunk := func(i int) []byte {
+		lo, hi := bounds[i], bounds[i+1]
+		if lo == hi {
+			return []byte{} // the one empty chunk of an empty unchunked tile
+		}
+		k, _ := slices.BinarySearch(starts, lo+1) // first part start past lo
+		k--
+		if hi <= starts[k+1] {
+			return parts[k][lo-starts[k] : hi-starts[k]]
+		}
+		buf := make([]byte, 0, hi-lo)
+		for o := lo; o < hi; k++ {
+			e := min(hi, starts[k+1])
+			buf = append(buf, parts[k][o-starts[k]:e-starts[k]]...)
+			o = e
+		}
+		return buf
+	}
+	return p.filterChunksFrom(chunk, bounds, size, nil)
+}
+
 func (p *Pipeline) filterChunks(data []byte, bounds []uint64, offsets []uint64) ([]byte, error) {
+	chunk := func(i int) []byte { return data[bounds[i]:bounds[i+1]] }
+	return p.filterChunksFrom(chunk, bounds, uint64(len(data)), offsets)
+}
+
+// filterChunksFrom filters the chunks [bounds[i], bounds[i+1]) of a tile
+// of size bytes, chunk(i) giving each one's bytes, and frames them.
+func (p *Pipeline) filterChunksFrom(chunk func(int) []byte, bounds []uint64, size uint64, offsets []uint64) ([]byte, error) {
 	n := len(bounds) - 1
 	type result struct{ meta, data []byte }
 	res := make([]result, n)
 	run := func(i int) error {
-		in := data[bounds[i]:bounds[i+1]]
+		in := chunk(i)
 		bufs := stage.Buffers{Data: [][]byte{in}}
 		for s, st := range p.stages {
 			ctx := p.ctx(s)
@@ -344,7 +389,7 @@ func (p *Pipeline) filterChunks(data []byte, bounds []uint64, offsets []uint64) 
 		return nil
 	}
 	var err error
-	if conc := p.concurrency(); conc > 1 && n > 1 && len(data) >= parallelMin {
+	if conc := p.concurrency(); conc > 1 && n > 1 && size >= parallelMin {
 		err = parallel(n, conc, run)
 	} else {
 		for i := 0; i < n && err == nil; i++ {

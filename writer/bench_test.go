@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
 )
@@ -76,6 +77,8 @@ func BenchmarkDenseIngest256MiB(b *testing.B) {
 	}
 }
 
+var pieceField = &field{typ: datatype.Float64, kind: statFloat, cellSize: 8, hasMinMax: true, hasSum: true}
+
 // BenchmarkFixedStats summarizes one 64 Ki-cell tile (the dense
 // benchmark's 256x256 space tile) of each numeric kind.
 func BenchmarkFixedStats(b *testing.B) {
@@ -93,6 +96,11 @@ func BenchmarkFixedStats(b *testing.B) {
 	}{
 		{"float64", func() tileStats { return fixedStats[float64](&statTile{n: n, data: f64}, statFloat, true, true) }, len(f64)},
 		{"int32", func() tileStats { return fixedStats[int32](&statTile{n: n, data: i32}, statInt, true, true) }, len(i32)},
+		// The same float64 tile in two pieces (cells from two batches).
+		{"float64/pieces", func() tileStats {
+			st, _ := pieceField.partsStats([][]byte{f64[:8*n/3], f64[8*n/3:]})
+			return st
+		}, len(f64)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(c.size))

@@ -25,12 +25,16 @@ import (
 // The cells are never concatenated: a worker gathers a tile's runs
 // straight from the retained input batches (the Arrow buffers of the
 // DoPut), and a tile lying whole and contiguous inside one batch is
-// filtered in place, without any copy.
+// filtered in place, without any copy. A contiguous tile spanning several
+// batches (a 16 MiB tile from pyarrow's 8 MiB batches, say) is not
+// gathered either: its statistics fold over the batches' pieces in cell
+// order and its chunks are compressed from them (spanParts).
 //
 // Memory: Append blocks while the retained input exceeds
 // MaxFragmentBytes and tiles are being filtered (so a slow disk or CPU
 // slows the client instead of growing the heap); the filtered tiles of
-// the fragments not yet stored; one tile of scratch per worker.
+// the fragments not yet stored; one tile of scratch per worker for the
+// tiles that are gathered (strided, nullable, partly covered).
 //
 // Var-sized attributes take the buffered path of stream.go: their cells'
 // sizes, and so the fragments' extents, are not known in advance.
@@ -377,6 +381,19 @@ func (p *densePipe) filterTile(j tileJob, segs []inSeg, sc *scratch) ([]tileOut,
 	st := &f.sts[j.t]
 	outs := make([]tileOut, len(p.fields))
 	for fi, fld := range p.fields {
+		if parts := spanParts(segs, fi, fld, st, f.start, f.per); parts != nil {
+			// A whole tile of consecutive input cells that arrived in
+			// several batches: summarized and filtered from the batches
+			// themselves instead of gathered into one buffer first.
+			if stats, ok := fld.partsStats(parts); ok {
+				fixed, err := fld.pipe.FilterTileParts(parts)
+				if err != nil {
+					return nil, fmt.Errorf("%s %q: tile %d: %w", role(fld.dim), fld.name, j.t, err)
+				}
+				outs[fi] = tileOut{fixed: fixed, stats: stats}
+				continue
+			}
+		}
 		tl := statTile{n: f.per, cellSize: fld.cellSize, slabs: st.slabs}
 		tl.data = gatherTile(&sc.data, segs, fi, false, fld.cellSize, st, f.start, f.per)
 		if fld.nullable {
@@ -494,6 +511,47 @@ func gatherTile(buf *[]byte, segs []inSeg, fi int, valid bool, cs int, st *space
 		gatherRun(dst[int(r.tpos)*cs:int(r.tpos+r.n)*cs], segs, src, cs, base+r.ipos, r.n, st.step)
 	}
 	return dst
+}
+
+// spanParts returns, for a tile of one stretch of n consecutive input
+// cells that lies in more than one segment, the pieces of field fi's
+// values in each segment, in order; nil for any other tile (inside one
+// segment the tile is a slice of it already, see gatherTile). Only
+// fixed-size fields without validity, whose statistics walk the cells in
+// order, are split this way.
+func spanParts(segs []inSeg, fi int, fld *field, st *spaceTile, base int64, n int) [][]byte {
+	if fld.isVar || fld.nullable || fld.dim || !cellOrder(st.slabs, n) || !contiguous(st, n) {
+		return nil
+	}
+	g, end := base+st.runs[0].ipos, base+st.runs[0].ipos+int64(n)
+	cs := int64(fld.cellSize)
+	var parts [][]byte
+	for i := range segs {
+		s := &segs[i]
+		if s.hi <= g || s.lo >= end {
+			continue
+		}
+		if s.lo <= g && end <= s.hi {
+			return nil // inside one segment
+		}
+		a, b := max(g, s.lo), min(end, s.hi)
+		parts = append(parts, s.data[fi][(a-s.lo)*cs:(b-s.lo)*cs])
+	}
+	return parts
+}
+
+// cellOrder says whether the statistics of a tile of n cells walk slabs
+// visiting every cell once in cell order (so the pieces of spanParts,
+// summarized in order, add the cells up in the same order).
+func cellOrder(slabs [][2]int, n int) bool {
+	next := 0
+	for _, s := range slabs {
+		if s[0] != next {
+			return false
+		}
+		next = s[1]
+	}
+	return slabs == nil || next == n
 }
 
 // contiguous says whether the runs of st fill its n cells with one

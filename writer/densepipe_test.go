@@ -346,3 +346,122 @@ func FuzzDensePipeline(f *testing.F) {
 		}
 	})
 }
+
+// denseBigJSON has tiles of whole rows spanning several 64 KiB chunks,
+// so that input batches cut tiles and chunks alike; "s" holds values
+// whose sum saturates (its stats cannot be taken piece by piece).
+const denseBigJSON = `{"type": "dense",
+ "dimensions": [{"name": "r", "type": "int64", "domain": [1, 40], "tile": 20},
+                {"name": "c", "type": "int64", "domain": [1, 1000], "tile": 1000}],
+ "attributes": [{"name": "i", "type": "int64", "filters": [{"name": "zstd", "level": 1}]},
+                {"name": "s", "type": "int64", "filters": [{"name": "lz4"}]},
+                {"name": "f", "type": "float64"},
+                {"name": "u", "type": "uint16", "filters": [{"name": "zstd", "level": 1}]},
+                {"name": "g", "type": "float32", "cell_val_num": 2}]}`
+
+func bigCols(n int) map[string]Column {
+	i, s, f := make([]byte, 8*n), make([]byte, 8*n), make([]byte, 8*n)
+	u, g := make([]byte, 2*n), make([]byte, 8*n)
+	for k := 0; k < n; k++ {
+		binary.LittleEndian.PutUint64(i[8*k:], uint64(int64(k*k%1000-300)))
+		binary.LittleEndian.PutUint64(s[8*k:], uint64(math.MaxInt64-int64(k%5)))
+		binary.LittleEndian.PutUint64(f[8*k:], math.Float64bits(float64(k)*0.1-7))
+		binary.LittleEndian.PutUint16(u[2*k:], uint16(k*31))
+		binary.LittleEndian.PutUint32(g[8*k:], math.Float32bits(float32(k)))
+		binary.LittleEndian.PutUint32(g[8*k+4:], math.Float32bits(-float32(k)))
+	}
+	return map[string]Column{"i": {Data: i}, "s": {Data: s}, "f": {Data: f}, "u": {Data: u}, "g": {Data: g}}
+}
+
+// TestDensePipelineTilesAcrossBatches: tiles of several chunks whose
+// cells arrive in several batches (filtered from the batches' pieces,
+// chunks straddling a cut copied) give the one-shot writer's fragment
+// byte for byte, statistics included, for cuts on and off chunk
+// boundaries.
+func TestDensePipelineTilesAcrossBatches(t *testing.T) {
+	sub := [][2]int64{{1, 40}, {1, 1000}}
+	n := 40 * 1000
+	cols := bigCols(n)
+	oneShot := storage.NewMem()
+	s := mustCreate(t, oneShot, "a", denseBigJSON)
+	empty := emptyCopy(t, oneShot)
+	if _, err := WriteDense(context.Background(), oneShot, "a", s, sub, schema.RowMajor, cols, Options{Timestamp: 5}); err != nil {
+		t.Fatal(err)
+	}
+	want := fragmentFiles(t, oneShot)
+	for _, batch := range []int{7919, 8192, 10000, 19999, 20001} {
+		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
+			var cuts []int
+			for c := batch; c < n; c += batch {
+				cuts = append(cuts, c)
+			}
+			st := emptyCopy(t, empty)
+			if _, err := pipeWrite(t, st, s, sub, schema.RowMajor, cols, n, cuts, Options{Timestamp: 5}); err != nil {
+				t.Fatal(err)
+			}
+			got := fragmentFiles(t, st)
+			if len(got) != len(want) {
+				t.Fatalf("files %v, want %v", keys(got), keys(want))
+			}
+			for k, b := range want {
+				if !bytes.Equal(got[k], b) {
+					t.Fatalf("file %s differs from the one-shot write's", k)
+				}
+			}
+		})
+	}
+}
+
+// TestSpanParts: a tile of consecutive cells across batches is handed
+// over as the batches' own pieces; inside one batch, strided, nullable
+// or var-sized it is not split.
+func TestSpanParts(t *testing.T) {
+	in := make([]byte, 8*100)
+	segs := []inSeg{
+		{lo: 0, hi: 60, data: [][]byte{in[:8*60]}},
+		{lo: 60, hi: 70, data: [][]byte{in[8*60 : 8*70]}},
+		{lo: 70, hi: 100, data: [][]byte{in[8*70:]}},
+	}
+	fixed := &field{cellSize: 8}
+	across := spaceTile{runs: []run{{tpos: 0, ipos: 50, n: 30}}, step: 1, full: true}
+	parts := spanParts(segs, 0, fixed, &across, 0, 30)
+	if len(parts) != 3 || unsafe.SliceData(parts[0]) != &in[400] || len(parts[0]) != 80 ||
+		unsafe.SliceData(parts[1]) != &in[480] || len(parts[1]) != 80 || unsafe.SliceData(parts[2]) != &in[560] || len(parts[2]) != 80 {
+		t.Fatalf("parts of a tile across three batches: %d", len(parts))
+	}
+	inside := spaceTile{runs: []run{{tpos: 0, ipos: 10, n: 20}}, step: 1, full: true}
+	strided := spaceTile{runs: []run{{tpos: 0, ipos: 55, n: 10}}, step: 2, full: true}
+	for name, c := range map[string]struct {
+		f  *field
+		st *spaceTile
+		n  int
+	}{
+		"inside":   {fixed, &inside, 20},
+		"strided":  {fixed, &strided, 10},
+		"nullable": {&field{cellSize: 8, nullable: true}, &across, 30},
+		"var":      {&field{cellSize: 8, isVar: true}, &across, 30},
+	} {
+		if spanParts(segs, 0, c.f, c.st, 0, c.n) != nil {
+			t.Errorf("%s: split into parts", name)
+		}
+	}
+}
+
+func TestCellOrder(t *testing.T) {
+	for _, c := range []struct {
+		slabs [][2]int
+		n     int
+		want  bool
+	}{
+		{nil, 10, true},
+		{[][2]int{{0, 5}, {5, 10}}, 10, true},
+		{[][2]int{{0, 5}, {6, 10}}, 10, false},
+		{[][2]int{{5, 10}, {0, 5}}, 10, false},
+		{[][2]int{{0, 5}, {5, 9}}, 10, false},
+		{[][2]int{{0, 1}, {4, 5}, {1, 2}}, 6, false},
+	} {
+		if got := cellOrder(c.slabs, c.n); got != c.want {
+			t.Errorf("cellOrder(%v, %d) = %v", c.slabs, c.n, got)
+		}
+	}
+}

@@ -322,6 +322,87 @@ func fixedStats[T number](t *statTile, kind statKind, minmax, sum bool) tileStat
 	return st
 }
 
+// partsStats is f.stats of a whole tile (slabs in cell order, no
+// validity) given as consecutive pieces, for the fields whose bounds and sum one fused
+// pass takes. The pieces fold in cell order into the same accumulators,
+// so the result is bit for bit the one of the concatenated tile: a sum
+// is taken only if the bounds of every cell so far show it cannot
+// saturate, which holds for each prefix whenever it holds for the whole
+// tile. ok is false when that pass does not apply (the caller then
+// gathers the tile and takes f.stats).
+func (f *field) partsStats(parts [][]byte) (st tileStats, ok bool) {
+	if f.isVar || f.nullable {
+		return tileStats{}, false
+	}
+	switch f.kind {
+	case statNone, statBytes:
+		return tileStats{}, true // as f.stats: nothing to summarize
+	case statInt, statUint, statFloat:
+		if !f.hasMinMax && !f.hasSum {
+			return tileStats{}, true
+		}
+		if !f.hasMinMax || !f.hasSum {
+			return tileStats{}, false
+		}
+	default:
+		return tileStats{}, false
+	}
+	switch f.typ.Size() {
+	case 1:
+		if f.kind == statInt {
+			return fusedParts[int8](parts, f.kind)
+		}
+		return fusedParts[uint8](parts, f.kind)
+	case 2:
+		if f.kind == statInt {
+			return fusedParts[int16](parts, f.kind)
+		}
+		return fusedParts[uint16](parts, f.kind)
+	case 4:
+		switch f.kind {
+		case statInt:
+			return fusedParts[int32](parts, f.kind)
+		case statFloat:
+			return fusedParts[float32](parts, f.kind)
+		}
+		return fusedParts[uint32](parts, f.kind)
+	case 8:
+		switch f.kind {
+		case statInt:
+			return fusedParts[int64](parts, f.kind)
+		case statFloat:
+			return fusedParts[float64](parts, f.kind)
+		}
+		return fusedParts[uint64](parts, f.kind)
+	}
+	return tileStats{}, false
+}
+
+func fusedParts[T number](parts [][]byte, kind statKind) (tileStats, bool) {
+	mn, mx := limits[T]()
+	var si int64
+	var su uint64
+	var sf float64
+	seen := 0
+	for _, p := range parts {
+		vals := asSlice[T](p)
+		seen += len(vals)
+		if !fusedStats(vals, kind, &mn, &mx, &si, &su, &sf, seen) {
+			return tileStats{}, false
+		}
+	}
+	st := tileStats{min: toBytes(mn), max: toBytes(mx)}
+	switch kind {
+	case statInt:
+		st.sum = uint64(si)
+	case statUint:
+		st.sum = su
+	case statFloat:
+		st.sum = math.Float64bits(sf)
+	}
+	return st, true
+}
+
 // fusedStats folds vals into the bounds *mn, *mx and, when the bounds
 // then show the sum cannot saturate (seen cells in all), into the sum of
 // kind (statInt, statChar, statUint or statFloat); it reports whether the
