@@ -74,6 +74,22 @@ func FuzzFilters(f *testing.F) {
 		if !bytes.Equal(t2, b) {
 			t.Fatal("shuffle")
 		}
+		// Any byte range of the planes' block, unshuffled to its own
+		// buffer, is that range of the block.
+		if n := len(b) / int(ts); n > 0 {
+			planes := make([][]byte, ts)
+			for j := range planes {
+				planes[j] = t1[j*n : (j+1)*n]
+			}
+			a, e := int(b[0])%(n*int(ts)), n*int(ts)-int(b[len(b)-1])%(n*int(ts))
+			if a < e {
+				out := make([]byte, e-a)
+				UnshufflePlanesTo(planes, a, e, out)
+				if !bytes.Equal(out, b[a:e]) {
+					t.Fatalf("UnshufflePlanesTo [%d, %d)", a, e)
+				}
+			}
+		}
 		Bitshuffle(int(ts), b, t1)
 		Bitunshuffle(int(ts), t1, t2, 5)
 		if !bytes.Equal(t2, b) {
