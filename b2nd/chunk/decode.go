@@ -169,6 +169,16 @@ func (c *Chunk) BlockRange(i int) (off, end int) {
 	return int(c.bstarts[i]), int(c.ends[i])
 }
 
+// BlockBytes is the stored bytes of block i of a chunk holding all its
+// bytes (Parse), nil for a chunk holding its head only.
+func (c *Chunk) BlockBytes(i int) []byte {
+	if c.head {
+		return nil
+	}
+	off, end := c.BlockRange(i)
+	return c.data[off:end]
+}
+
 // Head tells whether the chunk holds only its head (see ParseHead).
 func (c *Chunk) Head() bool { return c.head }
 
@@ -422,36 +432,38 @@ func (c *Chunk) streamLayout(i int) (nstreams int, planar bool) {
 	return nstreams, ok && nstreams > 1 && ts == nstreams && bsize%nstreams == 0
 }
 
-// Run names Len bytes of a decoded block, from its byte Off, that go to
-// byte Dst of the caller's buffer (see DecodeBlockTo).
-type Run struct{ Off, Len, Dst int }
+// Run names len(Dst) bytes of a decoded block, from its byte Off, and
+// where they go (see DecodeBlockTo).
+type Run struct {
+	Off int
+	Dst []byte
+}
 
 // DecodeBlockTo decodes the byte ranges runs of block i from src (its
-// stored bytes, as for DecodeBlockAt) straight into out, each run to its
-// Dst: a reader that knows where each part of a block goes in its output
+// stored bytes, as for DecodeBlockAt) straight to each run's Dst: a reader that knows where each part of a block goes in its output
 // (a record batch's buffer) writes it there, without a decoded block in
 // between. A block of shuffle's byte planes is unshuffled run by run
 // from its streams (the unshuffle is the copy out); a block wholly in one
 // run is decoded into place; any other is decoded into tmp and copied.
 // tmp is scratch of 3*BlockSize bytes (allocated when shorter); ref is as
 // for DecodeBlock.
-func (c *Chunk) DecodeBlockTo(i int, src, ref, tmp []byte, runs []Run, out []byte) error {
+func (c *Chunk) DecodeBlockTo(i int, src, ref, tmp []byte, runs []Run) error {
 	nb := c.NBlocks()
 	if i < 0 || i >= nb {
 		return fmt.Errorf("block %d of %d", i, nb)
 	}
 	bsize := c.BlockLen(i)
 	for _, r := range runs {
-		if r.Off < 0 || r.Len < 0 || r.Off+r.Len > bsize || r.Dst < 0 || r.Dst+r.Len > len(out) {
-			return fmt.Errorf("block %d: run %+v outside the block (%d bytes) or the output (%d)", i, r, bsize, len(out))
+		if r.Off < 0 || r.Off+len(r.Dst) > bsize {
+			return fmt.Errorf("block %d: a run of %d bytes at %d is outside the block (%d bytes)", i, len(r.Dst), r.Off, bsize)
 		}
 	}
-	if len(runs) == 1 && runs[0].Off == 0 && runs[0].Len == bsize {
-		return c.DecodeBlockAt(i, src, out[runs[0].Dst:runs[0].Dst+bsize], ref, tmp, nil)
+	if len(runs) == 1 && runs[0].Off == 0 && len(runs[0].Dst) == bsize {
+		return c.DecodeBlockAt(i, src, runs[0].Dst, ref, tmp, nil)
 	}
 	if c.Special() != SpecialNone {
 		for _, r := range runs {
-			c.FillSpecial(out[r.Dst:r.Dst+r.Len], i*c.BlockSize+r.Off)
+			c.FillSpecial(r.Dst, i*c.BlockSize+r.Off)
 		}
 		return nil
 	}
@@ -466,7 +478,7 @@ func (c *Chunk) DecodeBlockTo(i int, src, ref, tmp []byte, runs []Run, out []byt
 		}
 		if planes != nil {
 			for _, r := range runs {
-				UnshufflePlanesTo(planes, r.Off, r.Off+r.Len, out[r.Dst:])
+				UnshufflePlanesTo(planes, r.Off, r.Off+len(r.Dst), r.Dst)
 			}
 			return nil
 		}
@@ -476,7 +488,7 @@ func (c *Chunk) DecodeBlockTo(i int, src, ref, tmp []byte, runs []Run, out []byt
 		return err
 	}
 	for _, r := range runs {
-		copy(out[r.Dst:r.Dst+r.Len], blk[r.Off:])
+		copy(r.Dst, blk[r.Off:])
 	}
 	return nil
 }

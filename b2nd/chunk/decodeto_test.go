@@ -65,54 +65,59 @@ func checkDecodeBlockTo(t *testing.T, rng *rand.Rand, b, data []byte) {
 		off, end := c.BlockRange(i)
 		src := c.data[off:end]
 		for try := 0; try < 8; try++ {
-			var runs []Run
+			// Runs as {block offset, length, output offset}.
+			var rs [][3]int
 			switch try {
 			case 0: // the whole block in one run, somewhere in the output
-				runs = []Run{{0, bl, 3}}
+				rs = [][3]int{{0, bl, 3}}
 			case 1: // the whole block in two runs, swapped
-				runs = []Run{{bl / 2, bl - bl/2, 0}, {0, bl / 2, bl - bl/2}}
+				rs = [][3]int{{bl / 2, bl - bl/2, 0}, {0, bl / 2, bl - bl/2}}
 			default:
 				dst := 0
 				for k := rng.IntN(5); k >= 0; k-- {
 					o := rng.IntN(bl)
 					l := rng.IntN(bl - o + 1)
-					runs = append(runs, Run{o, l, dst})
+					rs = append(rs, [3]int{o, l, dst})
 					dst += l + rng.IntN(3)
 				}
 			}
 			size := bl + 3
-			for _, r := range runs {
-				size = max(size, r.Dst+r.Len)
+			for _, r := range rs {
+				size = max(size, r[2]+r[1])
 			}
 			out := bytes.Repeat([]byte{0xEE}, size+8)
+			runs := make([]Run, len(rs))
+			for k, r := range rs {
+				runs[k] = Run{Off: r[0], Dst: out[r[2] : r[2]+r[1]]}
+			}
 			var tmp []byte
 			if try%2 == 0 {
 				tmp = make([]byte, 3*c.BlockSize)
 			}
-			if err := c.DecodeBlockTo(i, src, ref, tmp, runs, out); err != nil {
-				t.Fatalf("block %d runs %v: %v", i, runs, err)
+			if err := c.DecodeBlockTo(i, src, ref, tmp, runs); err != nil {
+				t.Fatalf("block %d runs %v: %v", i, rs, err)
 			}
 			written := make([]bool, len(out))
-			for _, r := range runs {
-				if !bytes.Equal(out[r.Dst:r.Dst+r.Len], want[r.Off:r.Off+r.Len]) {
-					t.Fatalf("block %d run %+v: wrong bytes", i, r)
+			for _, r := range rs {
+				if !bytes.Equal(out[r[2]:r[2]+r[1]], want[r[0]:r[0]+r[1]]) {
+					t.Fatalf("block %d run %v: wrong bytes", i, r)
 				}
-				for k := r.Dst; k < r.Dst+r.Len; k++ {
+				for k := r[2]; k < r[2]+r[1]; k++ {
 					written[k] = true
 				}
 			}
 			for k, w := range written {
 				if !w && out[k] != 0xEE {
-					t.Fatalf("block %d runs %v: byte %d written", i, runs, k)
+					t.Fatalf("block %d runs %v: byte %d written", i, rs, k)
 				}
 			}
 		}
 	}
-	// Runs outside the block or the output are refused, not a panic.
-	if err := c.DecodeBlockTo(0, nil, ref, nil, []Run{{0, c.BlockLen(0) + 1, 0}}, make([]byte, 1<<16)); err == nil {
+	// A run outside the block is refused, not a panic.
+	if err := c.DecodeBlockTo(0, nil, ref, nil, []Run{{0, make([]byte, c.BlockLen(0)+1)}}); err == nil {
 		t.Fatal("a run past the block: no error")
 	}
-	if err := c.DecodeBlockTo(0, nil, ref, nil, []Run{{0, 8, 4}}, make([]byte, 8)); err == nil {
-		t.Fatal("a run past the output: no error")
+	if err := c.DecodeBlockTo(0, nil, ref, nil, []Run{{-1, make([]byte, 1)}}); err == nil {
+		t.Fatal("a run before the block: no error")
 	}
 }
