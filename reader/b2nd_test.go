@@ -249,7 +249,16 @@ func TestB2NDFixtureQueries(t *testing.T) {
 						qs = append(qs, qcase{l, rs, 1 + rng.Intn(50), lim})
 					}
 				}
+				// Every query once more with groups of one block-row in
+				// the direct path (groups cut across chunks and batches).
+				nq := len(qs)
+				qs = append(qs, qs...)
+				defer func(g int64) { b2ndDirectGroupBytes = g }(b2ndDirectGroupBytes)
 				for qi, qc := range qs {
+					b2ndDirectGroupBytes = 4 << 20
+					if qi >= nq {
+						b2ndDirectGroupBytes = 1
+					}
 					q := &query.Query{Array: name, Layout: qc.layout, BatchRows: qc.batch, Limit: int64(qc.limit)}
 					if qc.limit < 0 {
 						q.Limit = -1

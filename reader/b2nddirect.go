@@ -31,11 +31,10 @@ import (
 	"github.com/tileflight/tileflight/query"
 )
 
-// b2ndDirectGroupBytes caps the decoded bytes of one group of the direct
-// path: small enough that three groups (one decoding, one queued, one
-// being sent) stay well inside a query's budget and in cache-friendly
-// sizes, large enough that every worker gets several blocks.
-const b2ndDirectGroupBytes = 4 << 20
+// b2ndDirectGroupBytes caps the result bytes of one group of the direct
+// path (see directGroupBytes; a variable for the tests that make every
+// block-row a group).
+var b2ndDirectGroupBytes int64 = 4 << 20
 
 // b2ndDirectReads counts the reads that took the direct path (tests).
 var b2ndDirectReads atomic.Int64
@@ -81,7 +80,14 @@ func (s *b2ndSource) direct() bool {
 			return false
 		}
 	}
-	return true
+	// A group holds at least one block-row of the first dimension: one
+	// too large for the budget is read by the block-row path, which holds
+	// a batch at a time.
+	rowBytes := int64(s.a.ItemSize) * min(s.a.BlockShape[0], s.ranges[0][0].hi-s.ranges[0][0].lo+1)
+	for d := 1; d < s.nd; d++ {
+		rowBytes *= s.ranges[d][0].hi - s.ranges[d][0].lo + 1
+	}
+	return rowBytes <= s.opt.MemoryBudget/4
 }
 
 // directBatch is a batch of the direct path being filled: rows [row,
@@ -109,16 +115,15 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 	}
 	br := int64(s.p.BatchRows)
 	per := make([][][2]int64, nd)
-	rowBlocks := int64(1)
 	for d := range per {
 		per[d] = s.touched(d, s.ranges[d])
-		if d > 0 {
-			rowBlocks *= int64(len(per[d]))
-		}
 	}
 	workers := max(s.opt.Workers, 1)
-	budget := min(s.opt.MemoryBudget/8, b2ndDirectGroupBytes)
-	k := max(int64(1), budget/max(rowBlocks*int64(s.a.BlockNBytes()), 1), int64(2*workers)/rowBlocks)
+	target := s.directGroupBytes()
+	rowBytes := is
+	for d := 1; d < nd; d++ {
+		rowBytes *= ext[d]
+	}
 	s.dropChunks()
 	defer s.dropChunks()
 
@@ -162,23 +167,32 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 		return db
 	}
 
-	cs, bs := s.a.ChunkShape[0], s.a.BlockShape[0]
+	// Groups are runs of block-rows of the first dimension (across chunks)
+	// holding about target bytes of the result, at least one block-row.
 	r0 := s.ranges[0][0]
-	for glo := r0.lo; glo <= r0.hi; {
-		ch := glo / cs
-		b0 := (glo % cs) / bs
-		ghi := min(r0.hi, ch*cs+min((b0+k)*bs, cs)-1)
+	rowsOf := func(p [2]int64) (lo, hi int64) {
+		lo = p[0]*s.a.ChunkShape[0] + p[1]*s.a.BlockShape[0]
+		hi = min(lo+s.a.BlockShape[0], (p[0]+1)*s.a.ChunkShape[0], s.a.Shape[0]) - 1
+		return max(lo, r0.lo), min(hi, r0.hi)
+	}
+	for i := 0; i < len(per[0]); {
+		glo, ghi := rowsOf(per[0][i])
+		e := i + 1
+		for ; e < len(per[0]); e++ {
+			_, hi := rowsOf(per[0][e])
+			if (hi-glo+1)*rowBytes > target {
+				break
+			}
+			ghi = hi
+		}
 		gstart := (glo - lo[0]) * stride[0]
 		if gstart >= total {
 			break
 		}
 		gend := min((ghi-lo[0]+1)*stride[0], total)
 		grp := append([][][2]int64(nil), per...)
-		grp[0] = nil
-		for b := b0; b <= (ghi%cs)/bs; b++ {
-			grp[0] = append(grp[0], [2]int64{ch, b})
-		}
-		s.keepChunks(0, ch)
+		grp[0] = per[0][i:e]
+		s.closeChunksBefore(per[0][i][0])
 		jobs, err := s.directJobs(grp, lo, ext, stride, total, br, batch)
 		if err != nil {
 			return err
@@ -215,12 +229,36 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 			}
 			return ctx.Err()
 		}
-		glo = ghi + 1
+		i = e
 	}
 	if s.left >= 0 {
 		s.left -= total
 	}
 	return nil
+}
+
+// directGroupBytes is how many bytes of the result a group of the direct
+// path holds at most (unless one block-row of the first dimension is
+// more): small enough that three groups (one decoding, one queued, one
+// being sent) stay well inside the query's budget, large enough that
+// every worker gets several blocks.
+func (s *b2ndSource) directGroupBytes() int64 {
+	return max(1, min(s.opt.MemoryBudget/8, b2ndDirectGroupBytes))
+}
+
+// closeChunksBefore closes the open chunks whose coordinate along the
+// first dimension is below ch (the groups have gone past them).
+func (s *b2ndSource) closeChunksBefore(ch int64) {
+	inner := int64(1)
+	for k := 1; k < s.nd; k++ {
+		inner *= s.a.ChunksPer[k]
+	}
+	for n, oc := range s.chunks {
+		if n/inner < ch {
+			oc.c.Close()
+			delete(s.chunks, n)
+		}
+	}
 }
 
 // directJob is one block to decode and where its runs go.
@@ -332,7 +370,7 @@ func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, workers
 		}
 		return jobs[i].key.block < jobs[j].key.block
 	})
-	most := max(1, (len(jobs)+2*workers-1)/(2*workers))
+	most := max(1, (len(jobs)+4*workers-1)/(4*workers))
 	var pieces [][2]int
 	for i := 0; i < len(jobs); {
 		e := i + 1
