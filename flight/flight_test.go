@@ -144,7 +144,10 @@ func serve(t *testing.T, cfg Config) aflight.Client {
 	svc := NewService(cfg)
 	ua, sa := AuthInterceptors(cfg.Tokens)
 	ul, sl := AccessLog(zerolog.Nop())
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
+	// The daemon's transport (TransportOptions: sendCodec) under the
+	// tests, as in cmd/flightd.
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa)},
+		TransportOptions()...)...)
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

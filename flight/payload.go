@@ -1,31 +1,47 @@
 package flight
 
 import (
+	"context"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // payloadWriter sends IPC payloads as FlightData messages, as arrow-go's
-// flight.Writer does, but without first copying every body into a
-// buffer of its own: a body made of one Arrow buffer (a batch of one
-// fixed-size column without nulls, the common DoGet) is handed to gRPC
-// as it is, and only bodies of several buffers are gathered into one
-// reused buffer. gRPC still copies the message once into its own frame
-// buffers, so this saves one copy of every byte a DoGet sends.
+// flight.Writer does, but without copying bodies into buffers of its own.
+// On a server with sendCodec (TransportOptions) a body goes to gRPC as
+// the record's own buffers, and the record stays retained until gRPC has
+// written them: gRPC then copies each byte once, into its frames. On any
+// other server a body of one buffer is handed to the protobuf codec as it
+// is and only bodies of several buffers are gathered into one reused
+// buffer; that codec copies the message while SendMsg runs.
 //
-// The record's buffers must stay valid until WritePayload returns: the
-// caller releases the record after ipc.Writer.Write, which is when the
-// message has been serialized by SendMsg.
+// The caller names the record being written (holding) before
+// ipc.Writer.Write and may release it as soon as Write returns.
 type payloadWriter struct {
-	stream flight.DataStreamWriter
-	parts  [][]byte // the body's slices, as SerializeBody writes them
-	gather []byte
-	fd     flight.FlightData
+	stream   dataSender
+	zeroCopy bool
+	rec      arrow.RecordBatch // the record whose payloads are being written
+	parts    [][]byte          // the body's slices, as SerializeBody writes them
+	gather   []byte
+	fd       flight.FlightData
 }
 
-func newPayloadWriter(s flight.DataStreamWriter) *payloadWriter {
-	return &payloadWriter{stream: s}
+// dataSender is the sending side of a DoGet stream.
+type dataSender interface {
+	Send(*flight.FlightData) error
+	SendMsg(any) error
+	Context() context.Context
 }
+
+func newPayloadWriter(s dataSender) *payloadWriter {
+	return &payloadWriter{stream: s, zeroCopy: zeroCopy(s.Context())}
+}
+
+// holding names the record that the next payloads belong to.
+func (w *payloadWriter) holding(rec arrow.RecordBatch) { w.rec = rec }
 
 // Write records one slice of a body (a buffer or its padding).
 func (w *payloadWriter) Write(p []byte) (int, error) {
@@ -39,6 +55,17 @@ func (w *payloadWriter) WritePayload(p ipc.Payload) error {
 	w.parts = w.parts[:0]
 	if err := p.SerializeBody(w); err != nil {
 		return err
+	}
+	defer clear(w.parts) // drop the references to the record's buffers
+	if w.zeroCopy {
+		m := outgoingData{header: meta.Bytes(), parts: w.parts}
+		if w.rec != nil && len(w.parts) > 0 {
+			rec := w.rec
+			rec.Retain()
+			var once sync.Once
+			m.release = func() { once.Do(rec.Release) }
+		}
+		return w.stream.SendMsg(&m)
 	}
 	var body []byte
 	switch len(w.parts) {
@@ -55,9 +82,6 @@ func (w *payloadWriter) WritePayload(p ipc.Payload) error {
 	w.fd.DataHeader = meta.Bytes()
 	w.fd.DataBody = body
 	err := w.stream.Send(&w.fd)
-	// Drop the references to the record's buffers, which the caller is
-	// about to release.
-	clear(w.parts)
 	w.fd.DataBody = nil
 	w.fd.DataHeader = nil
 	return err

@@ -244,22 +244,23 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 		return toStatus(err)
 	}
 	defer rs.Close()
-	return sendRecords(ctx, stream, rs.Schema(), func() (arrow.RecordBatch, error) { return rs.Next(ctx) },
+	return SendRecords(ctx, stream, rs.Schema(), func() (arrow.RecordBatch, error) { return rs.Next(ctx) },
 		func(rec arrow.RecordBatch) {
 			ci.AddRows(rec.NumRows())
 			ci.AddBytes(recordBytes(rec))
 		})
 }
 
-// sendRecords writes the records next returns, until io.EOF, to a DoGet
-// stream as one IPC stream of schema sc (one-buffer bodies go to gRPC as
-// they are: payloadWriter). Each record is released once written, after
+// SendRecords writes the records next returns, until io.EOF, to a DoGet
+// stream as one IPC stream of schema sc (bodies go to gRPC as the
+// record's buffers: payloadWriter). Each record is released once written, after
 // sent (when not nil) has seen it. An error from next ends the stream
 // with that error; a failed write means the client went away or the
 // transport failed, and the caller's deferred cleanup stops the source.
-func sendRecords(ctx context.Context, stream aflight.FlightService_DoGetServer, sc *arrow.Schema,
+func SendRecords(ctx context.Context, stream aflight.FlightService_DoGetServer, sc *arrow.Schema,
 	next func() (arrow.RecordBatch, error), sent func(arrow.RecordBatch)) error {
-	w := ipc.NewWriterWithPayloadWriter(newPayloadWriter(stream), ipc.WithSchema(sc))
+	pw := newPayloadWriter(stream)
+	w := ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(sc))
 	for {
 		rec, err := next()
 		if errors.Is(err, io.EOF) {
@@ -269,7 +270,9 @@ func sendRecords(ctx context.Context, stream aflight.FlightService_DoGetServer, 
 			w.Close()
 			return toStatus(err)
 		}
+		pw.holding(rec)
 		werr := w.Write(rec)
+		pw.holding(nil)
 		if sent != nil {
 			sent(rec)
 		}

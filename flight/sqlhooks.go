@@ -73,7 +73,7 @@ func (s *Service) doGetSQL(t *aflight.Ticket, stream aflight.FlightService_DoGet
 	}()
 	// The statement's rows were counted for the access log where they
 	// were produced (NoteCall), so nothing is noted per record here.
-	return sendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
+	return SendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -1,6 +1,9 @@
 package flight
 
-import "google.golang.org/grpc"
+import (
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
+)
 
 // TransportWriteBuffer is the gRPC server's write buffer per connection.
 // A DoGet streams hundreds of MiB as 16 KiB HTTP/2 frames; with gRPC's
@@ -13,12 +16,16 @@ import "google.golang.org/grpc"
 // holding it, so thousands of idle clients cost nothing extra.
 const TransportWriteBuffer = 256 << 10
 
-// TransportOptions are the gRPC server options that shape how bytes move:
-// the daemon uses them, and so does the in-memory benchmark server, so
-// that the ceiling it measures is the same transport without the storage.
+// TransportOptions are the gRPC server options that shape how bytes move
+// (the write buffer; sendCodec, which sends DoGet bodies without copying
+// them; dirtyPool, which hands out receive buffers without clearing
+// them): the daemon uses them, and so does the in-memory benchmark
+// server, so that the ceiling it measures is the same transport without
+// the storage.
 func TransportOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append([]grpc.ServerOption{
 		grpc.WriteBufferSize(TransportWriteBuffer),
 		grpc.SharedWriteBuffer(true),
-	}
+		experimental.BufferPool(recvPool),
+	}, codecOptions()...)
 }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
 
 	"github.com/tileflight/tileflight/flight"
@@ -86,13 +85,19 @@ func (s *server) DoGet(tk *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	if t.err != nil {
 		return t.err
 	}
-	w := aflight.NewRecordWriter(stream, ipc.WithSchema(t.schema))
-	for _, b := range t.batches {
-		if err := w.Write(b); err != nil {
-			return err
+	// The daemon's send loop (flight.SendRecords: bodies handed to gRPC
+	// without copies), so that this ceiling differs from flightd only in
+	// holding its results in memory.
+	i := 0
+	return flight.SendRecords(stream.Context(), stream, t.schema, func() (arrow.RecordBatch, error) {
+		if i == len(t.batches) {
+			return nil, io.EOF
 		}
-	}
-	return w.Close()
+		b := t.batches[i]
+		i++
+		b.Retain() // SendRecords releases what it sends; the table keeps its own
+		return b, nil
+	}, nil)
 }
 
 // DoPut receives and decodes the whole stream and keeps nothing.

@@ -1,0 +1,166 @@
+package flight
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec wrapped below
+	"google.golang.org/grpc/mem"
+)
+
+// The server's gRPC codec is protobuf for every message, with one
+// exception: a DoGet's FlightData goes out as the slices it is made of.
+//
+// gRPC's protobuf codec marshals a FlightData by copying its body into a
+// new buffer, and a body of several Arrow buffers had first been gathered
+// into one: two copies of every byte a DoGet sends, on top of the one
+// gRPC makes into its frames and the kernel's. sendCodec writes the
+// protobuf framing of the message itself (data_header, then data_body's
+// tag and length) and hands gRPC the body's Arrow buffers as they are,
+// each a mem.Buffer whose release is tied to the record's: gRPC writes
+// frames after SendMsg returns, so the record stays retained until gRPC
+// has freed every buffer of the message.
+//
+// A stream knows the codec is there through its context (the stream
+// interceptor installed with it): on a server without it, payloadWriter
+// sends plain FlightData through the ordinary codec.
+
+// outgoingData is a FlightData in parts: what payloadWriter sends on a
+// stream whose server has sendCodec.
+type outgoingData struct {
+	header []byte   // data_header (the IPC message's flatbuffer)
+	parts  [][]byte // data_body, in order; never modified while referenced
+	// release drops the sender's hold on the parts once gRPC no longer
+	// needs them (nil: the parts are the sender's to keep as they are).
+	release func()
+}
+
+// FlightData's field numbers (Flight.proto).
+const (
+	fieldDataHeader = 2
+	fieldDataBody   = 1000
+	wireBytes       = 2
+)
+
+type sendCodec struct{ proto encoding.CodecV2 }
+
+func (sendCodec) Name() string { return "proto" }
+
+func (c sendCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*outgoingData); ok {
+		return m.marshal(), nil
+	}
+	return c.proto.Marshal(v)
+}
+
+func (c sendCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return c.proto.Unmarshal(data, v)
+}
+
+// marshal lays the message out as protobuf would (fields in number order,
+// empty ones left out). Small parts are copied into the framing buffers:
+// gRPC does not reference-count buffers under its pooling threshold, and
+// copying a few hundred bytes costs less than a buffer object.
+func (m *outgoingData) marshal() mem.BufferSlice {
+	bodyLen := 0
+	for _, p := range m.parts {
+		bodyLen += len(p)
+	}
+	var out mem.BufferSlice
+	pending := make([]byte, 0, 2*binary.MaxVarintLen64+len(m.header)+16)
+	if len(m.header) > 0 {
+		pending = protowire(pending, fieldDataHeader, len(m.header))
+		pending = append(pending, m.header...)
+	}
+	if bodyLen > 0 {
+		pending = protowire(pending, fieldDataBody, bodyLen)
+	}
+	var rel *partsRelease
+	for i := range m.parts {
+		p := m.parts[i]
+		if len(p) == 0 {
+			continue
+		}
+		if m.release == nil || mem.IsBelowBufferPoolingThreshold(cap(p)) {
+			pending = append(pending, p...)
+			continue
+		}
+		if len(pending) > 0 {
+			out = append(out, mem.SliceBuffer(pending))
+			pending = nil
+		}
+		if rel == nil {
+			rel = &partsRelease{release: m.release}
+			rel.left.Store(1) // marshal's own hold, dropped below
+		}
+		rel.left.Add(1)
+		out = append(out, mem.NewBuffer(&m.parts[i], rel))
+	}
+	if len(pending) > 0 {
+		out = append(out, mem.SliceBuffer(pending))
+	}
+	if rel != nil {
+		rel.Put(nil)
+	} else if m.release != nil {
+		m.release()
+	}
+	return out
+}
+
+// protowire appends a length-delimited field's tag and length.
+func protowire(b []byte, field, n int) []byte {
+	b = binary.AppendUvarint(b, uint64(field)<<3|wireBytes)
+	return binary.AppendUvarint(b, uint64(n))
+}
+
+// partsRelease is the mem.BufferPool of one message's parts: gRPC "puts"
+// each part back when it has written it (or dropped the stream), and the
+// last one releases the sender's hold.
+type partsRelease struct {
+	left    atomic.Int64
+	release func()
+}
+
+func (r *partsRelease) Get(int) *[]byte {
+	panic("flight: partsRelease lends no buffers")
+}
+
+func (r *partsRelease) Put(*[]byte) {
+	if r.left.Add(-1) == 0 {
+		r.release()
+	}
+}
+
+// zeroCopyKey marks the context of a stream served with sendCodec.
+type zeroCopyKey struct{}
+
+func zeroCopy(ctx context.Context) bool {
+	return ctx.Value(zeroCopyKey{}) != nil
+}
+
+type markedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s markedStream) Context() context.Context { return s.ctx }
+
+// codecOptions install sendCodec and the interceptor that tells streams
+// it is there; TransportOptions includes them.
+func codecOptions() []grpc.ServerOption {
+	proto := encoding.GetCodecV2("proto")
+	if proto == nil {
+		panic(fmt.Sprintf("flight: gRPC has no %q codec registered", "proto"))
+	}
+	mark := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		return h(srv, markedStream{ss, context.WithValue(ss.Context(), zeroCopyKey{}, true)})
+	}
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(sendCodec{proto: proto}),
+		grpc.ChainStreamInterceptor(mark),
+	}
+}
