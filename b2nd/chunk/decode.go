@@ -218,14 +218,30 @@ func (c *Chunk) FillSpecial(dst []byte, off int) {
 	case SpecialZero, SpecialUninit:
 		clear(dst)
 	case SpecialNaN:
+		// The NaN item (float32 for 4-byte items, else float64) repeated
+		// from the chunk's start; dst begins at byte off, which a run of
+		// DecodeBlockTo may put inside an item, and may end inside one.
+		ts, item := 8, uint64(0x7ff8000000000000)
 		if c.Typesize == 4 {
-			for i := 0; i+4 <= len(dst); i += 4 {
-				binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(float32(math.NaN())))
+			ts, item = 4, uint64(math.Float32bits(float32(math.NaN())))
+		}
+		var ib [8]byte
+		binary.LittleEndian.PutUint64(ib[:], item)
+		i := 0
+		for ; i < len(dst) && (off+i)%ts != 0; i++ {
+			dst[i] = ib[(off+i)%ts]
+		}
+		if ts == 4 {
+			for ; i+4 <= len(dst); i += 4 {
+				binary.LittleEndian.PutUint32(dst[i:], uint32(item))
 			}
 		} else {
-			for i := 0; i+8 <= len(dst); i += 8 {
-				binary.LittleEndian.PutUint64(dst[i:], 0x7ff8000000000000)
+			for ; i+8 <= len(dst); i += 8 {
+				binary.LittleEndian.PutUint64(dst[i:], item)
 			}
+		}
+		for ; i < len(dst); i++ {
+			dst[i] = ib[(off+i)%ts]
 		}
 	case SpecialValue:
 		v := c.data[ExtendedHeaderLen:c.CBytes]

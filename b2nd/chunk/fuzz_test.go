@@ -37,7 +37,23 @@ func FuzzChunk(f *testing.F) {
 			return
 		}
 		out := make([]byte, c.NBytes)
-		_ = c.Decode(out)
+		derr := c.Decode(out)
+		// The same blocks decoded by runs (DecodeBlockTo, the direct read
+		// path): each block as two runs out of order, which must give what
+		// Decode gave when it decodes without error.
+		ref := out[:c.BlockLen(0)]
+		for i := 0; i < c.NBlocks(); i++ {
+			bl := c.BlockLen(i)
+			got := make([]byte, bl)
+			h := bl / 3
+			err := c.DecodeBlockTo(i, c.BlockBytes(i), ref, nil, []Run{{Off: h, Dst: got[h:]}, {Off: 0, Dst: got[:h]}})
+			if derr == nil && err != nil {
+				t.Fatalf("block %d: Decode succeeded, DecodeBlockTo: %v", i, err)
+			}
+			if derr == nil && !bytes.Equal(got, out[i*c.BlockSize:i*c.BlockSize+bl]) {
+				t.Fatalf("block %d: DecodeBlockTo differs from Decode", i)
+			}
+		}
 	})
 }
 
