@@ -96,9 +96,9 @@ bench: setup build
 	$(VPY) benchmarks/bench.py --flightd bin/flightd --memflight bin/memflight --out benchmarks/RESULTS.md $(BENCHARGS)
 
 # Go benchmarks of the hot kernels (unfilter per codec, merge, sort, Arrow
-# assembly), allocations reported.
+# assembly, a DoGet batch handed to gRPC), allocations reported.
 bench-kernels:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/ ./flight/
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
