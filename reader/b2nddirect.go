@@ -80,12 +80,17 @@ func (s *b2ndSource) direct() bool {
 			return false
 		}
 	}
-	// A group holds at least one block-row of the first dimension: one
-	// too large for the budget is read by the block-row path, which holds
-	// a batch at a time.
+	// A group holds at least one block-row of the first dimension (its
+	// part of the result; the blocks themselves are decoded one per
+	// worker at a time): one too large for the budget or the working set
+	// is read by the block-row path, which holds a batch at a time (or
+	// refuses the query).
 	rowBytes := int64(s.a.ItemSize) * min(s.a.BlockShape[0], s.ranges[0][0].hi-s.ranges[0][0].lo+1)
 	for d := 1; d < s.nd; d++ {
 		rowBytes *= s.ranges[d][0].hi - s.ranges[d][0].lo + 1
+	}
+	if ws := s.opt.MaxWorkingSet; ws > 0 && rowBytes+int64(3*max(s.opt.Workers, 1)*s.a.BlockNBytes()) > ws {
+		return false
 	}
 	return rowBytes <= s.opt.MemoryBudget/4
 }
@@ -193,10 +198,7 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 		grp := append([][][2]int64(nil), per...)
 		grp[0] = per[0][i:e]
 		s.closeChunksBefore(per[0][i][0])
-		jobs, err := s.directJobs(grp, lo, ext, stride, total, br, batch)
-		if err != nil {
-			return err
-		}
+		jobs := s.directJobs(grp, lo, ext, stride, total, br, batch)
 		if err := s.decodeDirect(ctx, jobs, workers); err != nil {
 			return err
 		}
@@ -272,7 +274,7 @@ type directJob struct {
 // of the subarray along the last dimension, its bytes in the block and
 // their place in the batch holding them (split where batches end, joined
 // where consecutive lines are consecutive in both).
-func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total, br int64, batch func(int64) *directBatch) ([]directJob, error) {
+func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total, br int64, batch func(int64) *directBatch) []directJob {
 	nd := s.nd
 	is := int64(s.a.ItemSize)
 	bstride := make([]int64, nd)
@@ -346,10 +348,7 @@ func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total
 			break
 		}
 	}
-	if ws := s.opt.MaxWorkingSet; ws > 0 && int64(len(jobs))*int64(s.a.BlockNBytes()) > ws {
-		return nil, errkind.Errorf(errkind.ResourceExhausted, "array %s: the query needs %d blocks of %d bytes at once, more than the working set of %d bytes", s.a.Name, len(jobs), s.a.BlockNBytes(), ws)
-	}
-	return jobs, nil
+	return jobs
 }
 
 // decodeDirect decodes the jobs' blocks into their runs on workers

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
 )
@@ -61,5 +62,33 @@ func TestB2NDDirectBuffersReturn(t *testing.T) {
 				t.Fatalf("%d of %d batch buffers returned to the free lists", got, n)
 			}
 		})
+	}
+}
+
+// TestB2NDDirectWorkingSet: a read whose block-row does not fit the working
+// set does not take the direct path; the block-row path refuses it with
+// ResourceExhausted, as before.
+func TestB2NDDirectWorkingSet(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := []query.DimRanges{{Dim: "dim1", Ranges: []query.Range{{Lo: query.Value{Num: "4"}, Hi: query.Value{Num: "6"}}}}}
+	for _, ws := range []int64{0, 8} {
+		direct0 := b2ndDirectReads.Load()
+		q := &query.Query{Array: "g_lef8.b2nd", Columns: []string{"value"}, Subarray: sub, Limit: -1}
+		r, err := Open(ctx, st, q, Options{Workers: 2, MaxWorkingSet: ws})
+		if err == nil {
+			_, err = r.Next(ctx)
+			r.Close()
+		}
+		took := b2ndDirectReads.Load() != direct0
+		if ws == 0 && (err != nil || !took) {
+			t.Fatalf("no working set: %v, direct path %v", err, took)
+		}
+		if ws > 0 && (errkind.Of(err) != errkind.ResourceExhausted || took) {
+			t.Fatalf("working set %d: got %v (direct path %v), want ResourceExhausted", ws, err, took)
+		}
 	}
 }
