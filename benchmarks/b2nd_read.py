@@ -93,6 +93,7 @@ def run(args):
     if args.baseline:
         base, burl = start_flightd(args.baseline, root)
     rounds = []
+    load0 = os.getloadavg()[0]
     try:
         c = fl.connect(url)
         cb = fl.connect(burl) if base else None
@@ -155,7 +156,8 @@ def run(args):
         f"(`blosc2.open(path)[...]`, {blosc2.nthreads} threads). {args.rounds} interleaved rounds; ratios are medians of",
         "per-round ratios (blosc2 time / flightd time: above 1 means flightd is faster).",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs (shared by other jobs), pyarrow {pa.__version__} (`make bench-b2nd`).",
+        f"{os.cpu_count()} CPUs (shared by other jobs; 1-minute load {load0:.1f} before the rounds, "
+        f"{os.getloadavg()[0]:.1f} after), pyarrow {pa.__version__} (`make bench-b2nd`).",
         "",
         "| read | flightd DoGet vs blosc2 in-process (median ratio) | median seconds flightd / blosc2 |",
         "| --- | ---: | ---: |",
