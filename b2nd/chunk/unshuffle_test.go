@@ -160,6 +160,27 @@ func TestUnshuffleKernels(t *testing.T) {
 	}
 }
 
+// TestUnshuffleLarge: blocks large enough for the non-temporal kernel,
+// written to aligned and unaligned places (where the ordinary kernel
+// runs), equal the definition.
+func TestUnshuffleLarge(t *testing.T) {
+	for _, n := range []int{8192, 8192 + 16, 20000 + 5} {
+		src := make([]byte, 8*n+3)
+		for i := range src {
+			src[i] = byte(i*131 + i/257)
+		}
+		want := refUnshuffle(8, src)
+		for _, off := range []int{0, 1, 8} {
+			buf := make([]byte, len(src)+off+16)
+			out := buf[off : off+len(src)]
+			Unshuffle(8, src, out)
+			if !bytes.Equal(out, want) {
+				t.Fatalf("n %d at offset %d: differs", n, off)
+			}
+		}
+	}
+}
+
 func BenchmarkUnshuffle8(b *testing.B) {
 	src := make([]byte, 256<<10)
 	for i := range src {
