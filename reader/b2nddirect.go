@@ -1,17 +1,18 @@
 package reader
 
-// The direct read path of .b2nd arrays: when every block's part of the
-// subarray is one contiguous stretch of the row-major result (always for
-// 1-D arrays; for n-D arrays when the subarray's extent in the inner
-// dimensions lies inside one block, as for blocks spanning whole rows),
-// each block is decoded straight into the record batches' buffers, byte
-// runs of the block going to their place in the batch (for shuffled
-// blocks the unshuffle is that copy). No block is decoded into a buffer
-// of its own and copied again, batches are not assembled row by row, and
-// their buffers come from (and go back to, when the record is released)
-// the free lists, not from fresh zeroed allocations. Groups of block-rows
-// are decoded on every worker while the previous group's batches are
-// sent.
+// The direct read path of .b2nd arrays: a row-major read of one box (one
+// range per dimension) decodes each block straight into the record
+// batches' buffers, every line of the block's part of the box (along the
+// last dimension) going to its place in its batch (for shuffled blocks
+// the unshuffle is that copy; a block spanning whole rows of the box is
+// one stretch of the result, one run). No block is decoded into a buffer
+// of its own and copied again, batches are not assembled cell by cell,
+// and their buffers come from (and go back to, when the record is
+// released) the free lists, not from fresh zeroed allocations. The box is
+// read in groups of block-rows of the first dimension (each group one
+// stretch of the result, so that its batches are complete once it is
+// decoded), decoded on every worker while the previous group's batches
+// are sent.
 
 import (
 	"context"
@@ -41,10 +42,8 @@ var b2ndDirectReads atomic.Int64
 
 // direct tells whether the read can take the direct path: row-major
 // order (any order of a 1-D array), one range per dimension, no filter,
-// returned fields that are the whole item (a plain dtype), and blocks
-// whose part of the subarray is contiguous in the result: below some
-// dimension j every dimension's range lies inside one block (so each
-// block covers it whole), and above j blocks are one item thick.
+// returned fields that are the whole item (a plain dtype), and a
+// block-row of the first dimension that fits the budget.
 func (s *b2ndSource) direct() bool {
 	if s.prog != nil || s.passCol || s.special != nil || s.nout == 0 || len(s.cols) != s.nout {
 		return false
@@ -64,20 +63,6 @@ func (s *b2ndSource) direct() bool {
 			if c.field.Size != s.a.ItemSize || c.field.Offset != 0 || fields > 1 {
 				return false
 			}
-		}
-	}
-	j := 0
-	for d := s.nd - 1; d >= 1; d-- {
-		r := s.ranges[d][0]
-		cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
-		if r.lo/cs != r.hi/cs || (r.lo%cs)/bs != (r.hi%cs)/bs {
-			j = d
-			break
-		}
-	}
-	for d := 0; d < j; d++ {
-		if r := s.ranges[d][0]; s.a.BlockShape[d] != 1 && r.lo != r.hi {
-			return false
 		}
 	}
 	// A group holds at least one block-row of the first dimension (its
