@@ -458,14 +458,15 @@ def report(args, cases, results, elapsed):
         for subj in subjects:
             if subj not in s:
                 continue
-            for ref in ("tiledb", "pyflight", "memflight"):
-                if ref not in s:
+            # flightd vs baseline is the before/after ratio of one run.
+            for ref in ("tiledb", "pyflight", "memflight", "baseline"):
+                if ref not in s or ref == subj:
                     continue
                 rs = ratio_of(c, s, ref, subj)
                 med = statistics.median(rs)
                 tgt = c.targets.get(ref)
                 rows.append((c, subj, ref, med, min(rs), max(rs), tgt))
-                if subj == "flightd":
+                if subj == "flightd" and ref != "baseline":
                     chart.append((f"{c.key}\nvs {ref}", med, tgt))
     head = [
         "# Benchmark results",

@@ -1,6 +1,7 @@
 package filters
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -93,6 +94,16 @@ func runPipeline(t *testing.T, pl pipeline.Pipeline, dt datatype.Datatype, tile 
 			if err == nil && len(out) != int(size) {
 				t.Fatalf("unfiltered %d bytes, asked %d", len(out), size)
 			}
+			// Into unzeroed memory (two poisons): the same tile or error.
+			for _, poison := range []byte{0x00, 0xFF} {
+				calls := 0
+				restore := poisonAlloc(poison, &calls)
+				owned, oerr := p.UnfilterOwned(append([]byte(nil), tile...), uint64(size))
+				restore()
+				if (err == nil) != (oerr == nil) || (err == nil && !bytes.Equal(out, owned)) {
+					t.Fatalf("poison %#x: UnfilterOwned (%v) differs from UnfilterTile (%v)", poison, oerr, err)
+				}
+			}
 			continue
 		}
 		off, err := New(pipeline.Pipeline{MaxChunkSize: MaxChunkSize}, datatype.Uint64, 1, 22, Options{IsOffsets: true})
@@ -108,6 +119,15 @@ func runPipeline(t *testing.T, pl pipeline.Pipeline, dt datatype.Datatype, tile 
 			offTile.Uint64(uint64(i))
 		}
 		offs, vals, err := p.UnfilterVarTile(off, offTile.Bytes(), tile, make([]byte, 8*(int(cells)+1)), make([]byte, size))
+		for _, poison := range []byte{0x00, 0xFF} {
+			calls := 0
+			restore := poisonAlloc(poison, &calls)
+			oo, ov, oerr := p.UnfilterVarOwned(off, offTile.Bytes(), tile, 8*(uint64(cells)+1), uint64(size))
+			restore()
+			if (err == nil) != (oerr == nil) || (err == nil && (!bytes.Equal(offs, oo) || !bytes.Equal(vals, ov))) {
+				t.Fatalf("poison %#x: UnfilterVarOwned (%v) differs from UnfilterVarTile (%v)", poison, oerr, err)
+			}
+		}
 		if err != nil {
 			continue
 		}

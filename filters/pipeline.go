@@ -67,6 +67,9 @@ type Pipeline struct {
 	// empty and encodes the offsets inside the values tile.
 	strings  bool
 	chunking bool
+	// fills: the first filter writes every byte of a chunk it unfilters
+	// successfully, so tiles may be decoded into unzeroed memory.
+	fills bool
 }
 
 // New binds pipeline p to tiles of datatype t with cellValNum values per
@@ -107,6 +110,7 @@ func New(p pipeline.Pipeline, t datatype.Datatype, cellValNum uint32, version ui
 		pl.inTypes = append(pl.inTypes, cur)
 		cur = s.OutputType(cur)
 	}
+	pl.fills = len(pl.stages) == 0 || fillsOut(pl.stages[0])
 	return pl, nil
 }
 

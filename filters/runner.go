@@ -64,8 +64,10 @@ func (p *Pipeline) UnfilterTile(dst []byte, filtered []byte) ([]byte, error) {
 }
 
 // decodeSlack is how far past its end a chunk's decoder may scribble:
-// zstd's fast copy loops write up to 16 bytes beyond their output and
-// fall back to exact (slower) copies when the buffer has no such room.
+// zstd's 16-byte copy loops write up to 16 bytes beyond their output and
+// fall back to exact copies when the buffer has no such room. Which is
+// faster depends on the data (BenchmarkBareZstd): chunks decoded in
+// parallel get no slack (they cannot overrun a neighbour being decoded).
 const decodeSlack = 32
 
 // unfilterTile is UnfilterTile; tailSlack says whether dst's capacity
@@ -99,7 +101,10 @@ func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]
 	run := func(i int) error {
 		return p.unfilterChunk(chunks[i], dst[offs[i]:offs[i+1]:offs[i+1]], nil, i, len(chunks))
 	}
-	return dst, parallel(len(chunks), conc, run)
+	if err := parallel(len(chunks), conc, run); err != nil {
+		return nil, err // dst may be partly written (and not zeroed)
+	}
+	return dst, nil
 }
 
 // UnfilterOwned is UnfilterTile for a serialized tile the caller owns
@@ -110,7 +115,7 @@ func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]
 // of size bytes, which the caller must have bounded (as for UnfilterTile).
 func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
 	if len(p.stages) != 0 {
-		return p.unfilterTile(make([]byte, size, size+decodeSlack), filtered, true)
+		return p.unfilterTile(p.tileBuffer(size, size+decodeSlack), filtered, true)
 	}
 	chunks, err := parseChunks(filtered, size)
 	if err != nil {
@@ -402,6 +407,27 @@ func (p *Pipeline) FilterVarTile(off *Pipeline, offsets []uint64, values []byte)
 		return nil, nil, fmt.Errorf("var tile offsets: %w", err)
 	}
 	return filteredOffsets, filteredValues, nil
+}
+
+// UnfilterVarOwned is UnfilterVarTile into new buffers of offsetsSize
+// (8*(cells+1)) and valuesSize bytes, which the caller must have bounded
+// (from the fragment metadata). Buffers every byte of which unfiltering
+// writes are not zeroed first (see fillsOut): the offsets whenever the
+// values carry them or the offsets pipeline fills its output, the values
+// when their pipeline does.
+func (p *Pipeline) UnfilterVarOwned(off *Pipeline, filteredOffsets, filteredValues []byte, offsetsSize, valuesSize uint64) (offsets, values []byte, err error) {
+	var dstOffsets, dstValues []byte
+	if p.strings || off.fills {
+		dstOffsets = allocDirty(int(offsetsSize), int(offsetsSize))
+	} else {
+		dstOffsets = make([]byte, offsetsSize)
+	}
+	if !p.strings && p.fills {
+		dstValues = allocDirty(int(valuesSize), int(valuesSize))
+	} else {
+		dstValues = make([]byte, valuesSize)
+	}
+	return p.UnfilterVarTile(off, filteredOffsets, filteredValues, dstOffsets, dstValues)
 }
 
 // UnfilterVarTile reverses a var-sized field's tile pair. dstOffsets must

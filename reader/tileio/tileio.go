@@ -350,7 +350,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		if err != nil {
 			return nil, err
 		}
-		offs, vals, err := dataPipe.UnfilterVarTile(offPipe, fixed, varBytes, make([]byte, fixedSize), make([]byte, varSize))
+		offs, vals, err := dataPipe.UnfilterVarOwned(offPipe, fixed, varBytes, fixedSize, varSize)
 		if err != nil {
 			return nil, err
 		}
