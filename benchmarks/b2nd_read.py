@@ -65,6 +65,22 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
+def proc_cpu(pid):
+    """CPU seconds (user + system) process pid has used (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_timed(pid, fn):
+    """timed(fn) and the CPU seconds process pid (None: this process, with
+    its threads) spent meanwhile."""
+    c0 = time.process_time() if pid is None else proc_cpu(pid)
+    dt, out = timed(fn)
+    c1 = time.process_time() if pid is None else proc_cpu(pid)
+    return dt, c1 - c0, out
+
+
 def run(args):
     root = args.data or tempfile.mkdtemp(prefix="tileflight-b2bench-")
     path = make_array(root)
@@ -77,6 +93,7 @@ def run(args):
     if args.baseline:
         base, burl = start_flightd(args.baseline, root)
     rounds = []
+    load0 = os.getloadavg()[0]
     try:
         c = fl.connect(url)
         cb = fl.connect(burl) if base else None
@@ -94,23 +111,26 @@ def run(args):
             assert np.array_equal(cb.do_get(box_t).read_all().column("value").to_numpy(), ref[r0:r1, c0:c1].reshape(-1))
             cb.do_get(whole_t).read_all()
         del ref, t, tb
+        # Each measurement also records CPU seconds: the daemon's (from
+        # /proc, jiffies) for DoGets, this process's (blosc2's threads
+        # included) for python-blosc2.
         for _ in range(args.rounds):
             r = {}
-            r["blosc2 whole"], v = timed(lambda: blosc2.open(path)[:])
+            r["blosc2 whole"], r["cpu blosc2 whole"], v = cpu_timed(None, lambda: blosc2.open(path)[:])
             assert v.size == ROWS * COLS
             del v
-            r["flightd whole"], t = timed(lambda: c.do_get(whole_t).read_all())
+            r["flightd whole"], r["cpu flightd whole"], t = cpu_timed(fd.pid, lambda: c.do_get(whole_t).read_all())
             assert t.num_rows == ROWS * COLS
             del t
-            r["blosc2 box"], v = timed(lambda: blosc2.open(path)[r0:r1, c0:c1])
+            r["blosc2 box"], r["cpu blosc2 box"], v = cpu_timed(None, lambda: blosc2.open(path)[r0:r1, c0:c1])
             assert v.size == box_cells
-            r["flightd box"], t = timed(lambda: c.do_get(box_t).read_all())
+            r["flightd box"], r["cpu flightd box"], t = cpu_timed(fd.pid, lambda: c.do_get(box_t).read_all())
             assert t.num_rows == box_cells
             if cb:
-                r["baseline whole"], t = timed(lambda: cb.do_get(whole_t).read_all())
+                r["baseline whole"], r["cpu baseline whole"], t = cpu_timed(base.pid, lambda: cb.do_get(whole_t).read_all())
                 assert t.num_rows == ROWS * COLS
                 del t
-                r["baseline box"], t = timed(lambda: cb.do_get(box_t).read_all())
+                r["baseline box"], r["cpu baseline box"], t = cpu_timed(base.pid, lambda: cb.do_get(box_t).read_all())
                 assert t.num_rows == box_cells
             rounds.append(r)
         c.close()
@@ -136,7 +156,8 @@ def run(args):
         f"(`blosc2.open(path)[...]`, {blosc2.nthreads} threads). {args.rounds} interleaved rounds; ratios are medians of",
         "per-round ratios (blosc2 time / flightd time: above 1 means flightd is faster).",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs (shared by other jobs), pyarrow {pa.__version__} (`make bench-b2nd`).",
+        f"{os.cpu_count()} CPUs (shared by other jobs; 1-minute load {load0:.1f} before the rounds, "
+        f"{os.getloadavg()[0]:.1f} after), pyarrow {pa.__version__} (`make bench-b2nd`).",
         "",
         "| read | flightd DoGet vs blosc2 in-process (median ratio) | median seconds flightd / blosc2 |",
         "| --- | ---: | ---: |",
@@ -150,18 +171,32 @@ def run(args):
             f"| whole array, baseline `{args.baseline_label or args.baseline}` | {bw:.2f}x | {med['baseline whole']:.3f} / {med['blosc2 whole']:.3f} |",
             f"| 1 % box, baseline `{args.baseline_label or args.baseline}` | {bb:.2f}x | {med['baseline box']:.4f} / {med['blosc2 box']:.4f} |",
         ]
+    # CPU per read is the mean over the rounds: the daemon's is counted in
+    # jiffies (10 ms), coarser than one box read.
+    avg = {k: statistics.fmean(r[k] for r in rounds) for k in rounds[0] if k.startswith("cpu ")}
+    cpu = (f"CPU seconds per read (means over the rounds; flightd's daemon process, python-blosc2's whole process): "
+           f"whole flightd {avg['cpu flightd whole']:.3f}")
+    if args.baseline:
+        cpu += f", baseline {avg['cpu baseline whole']:.3f}"
+    cpu += f", blosc2 {avg['cpu blosc2 whole']:.3f}; 1 % box flightd {avg['cpu flightd box']:.4f}"
+    if args.baseline:
+        cpu += f", baseline {avg['cpu baseline box']:.4f}"
+    cpu += f", blosc2 {avg['cpu blosc2 box']:.4f}."
+    lines += ["", cpu]
     lines += [
         "",
         "Targets: whole >= 0.8x blosc2 in-process; 1 % box faster than blosc2 in-process open + slice.",
         "",
-        "How flightd reads the box: each DoGet opens the frame (header, offsets index), reads the",
-        "heads of the 4 chunks the box touches, and decodes the 103 blocks of 4 x 8192 items it",
-        "touches on both cores, from a read-only mapping of the file; python-blosc2 chose split",
-        "streams here (one per byte plane: 5 stored raw, 2 zstd, 1 run), so flightd decompresses",
-        "the 2 zstd planes of every block and unshuffles only the 819 columns of the box, straight",
-        "from the raw planes in the file. Nothing decoded is cached between DoGets (only the",
-        "mapping, keyed by the file's inode, size and mtime). The machine is shared (load 10-18",
-        "during these runs): single runs of 9 rounds gave box ratios from 0.93x to 1.5x.",
+        "How flightd reads: both reads take the direct path (every row-major read of one box,",
+        "reader/b2nddirect.go): each block's items go straight from its streams into the record",
+        "batches' buffers (recycled once gRPC has sent them). python-blosc2 chose split streams",
+        "(one per byte plane: 5 stored raw, 2 zstd, 1 run), so flightd decompresses the 2 zstd",
+        "planes of every block it needs and unshuffles (SSE2) from the raw planes where they lie",
+        "in a read-only mapping of the file into the batch: the whole block for the whole read,",
+        "the box's 819 columns of each of the 103 blocks of 4 x 8192 items for the box, on both",
+        "cores, while the previous group of batches is sent. Each DoGet opens the frame (header,",
+        "offsets index) and the heads of the chunks it reads; nothing decoded is cached between",
+        "DoGets (only the mapping, keyed by the file's inode, size and mtime).",
         "",
     ]
     text = "\n".join(lines)

@@ -305,6 +305,9 @@ func (s *b2ndSource) run(ctx context.Context) error {
 			release()
 		}()
 	}
+	if s.direct() {
+		return s.runDirect(ctx)
+	}
 	s.newBatch()
 	var err error
 	if s.p.Layout == query.LayoutGlobal {

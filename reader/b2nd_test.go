@@ -38,6 +38,8 @@ func b2ndFixtureDirs(t *testing.T) []string {
 type b2ndCase struct {
 	Case          string  `json:"case"`
 	Shape         []int64 `json:"shape"`
+	Chunks        []int64 `json:"chunks"`
+	Blocks        []int64 `json:"blocks"`
 	SkipUnwritten bool    `json:"skip_unwritten"`
 }
 
@@ -159,11 +161,16 @@ func expectedCoords(shape, chunks, blocks []int64, rs [][][2]int64, layout query
 
 func TestB2NDFixtureQueries(t *testing.T) {
 	ctx := context.Background()
-	spans0 := b2ndSpanBlocks.Load()
+	spans0, direct0 := b2ndSpanBlocks.Load(), b2ndDirectReads.Load()
 	defer func() {
-		// The random boxes must have taken the partial-block path too.
+		// The random boxes must have taken the partial-block path too,
+		// and the whole reads the direct one.
 		if !t.Failed() && b2ndSpanBlocks.Load() == spans0 {
 			t.Error("no block was decoded by spans")
+		}
+		t.Logf("direct reads: %d", b2ndDirectReads.Load()-direct0)
+		if !t.Failed() && b2ndDirectReads.Load() == direct0 {
+			t.Error("no read took the direct path")
 		}
 	}()
 	for _, dir := range b2ndFixtureDirs(t) {
@@ -202,6 +209,29 @@ func TestB2NDFixtureQueries(t *testing.T) {
 					whole[d] = [][2]int64{{0, n - 1}}
 				}
 				qs = append(qs, qcase{query.LayoutRowMajor, whole, 0, -1})
+				// The direct path (see b2nddirect.go): the whole array in
+				// small batches, and boxes whose inner ranges lie inside
+				// one block, with batches and limits cutting blocks.
+				qs = append(qs, qcase{query.LayoutRowMajor, whole, 1 + rng.Intn(7), -1})
+				for k := 0; k < 3; k++ {
+					rs := make([][][2]int64, len(c.Shape))
+					for d, n := range c.Shape {
+						lo := rng.Int63n(n)
+						hi := lo + rng.Int63n(n-lo)
+						if d > 0 && len(c.Blocks) == len(c.Shape) && c.Blocks[d] > 0 && c.Chunks[d] > 0 {
+							// inside the block holding lo
+							cs, bs := c.Chunks[d], c.Blocks[d]
+							bend := min(lo/cs*cs+min((lo%cs/bs+1)*bs, cs), n) - 1
+							hi = lo + rng.Int63n(bend-lo+1)
+						}
+						rs[d] = [][2]int64{{lo, hi}}
+					}
+					lim := -1
+					if k == 2 {
+						lim = 1 + rng.Intn(60)
+					}
+					qs = append(qs, qcase{query.LayoutRowMajor, rs, 1 + rng.Intn(70), lim})
+				}
 				for _, l := range []query.Layout{query.LayoutRowMajor, query.LayoutColMajor, query.LayoutGlobal} {
 					for k := 0; k < 2; k++ {
 						rs := make([][][2]int64, len(c.Shape))
@@ -219,7 +249,16 @@ func TestB2NDFixtureQueries(t *testing.T) {
 						qs = append(qs, qcase{l, rs, 1 + rng.Intn(50), lim})
 					}
 				}
+				// Every query once more with groups of one block-row in
+				// the direct path (groups cut across chunks and batches).
+				nq := len(qs)
+				qs = append(qs, qs...)
+				defer func(g int64) { b2ndDirectGroupBytes = g }(b2ndDirectGroupBytes)
 				for qi, qc := range qs {
+					b2ndDirectGroupBytes = 4 << 20
+					if qi >= nq {
+						b2ndDirectGroupBytes = 1
+					}
 					q := &query.Query{Array: name, Layout: qc.layout, BatchRows: qc.batch, Limit: int64(qc.limit)}
 					if qc.limit < 0 {
 						q.Limit = -1

@@ -169,6 +169,16 @@ func (c *Chunk) BlockRange(i int) (off, end int) {
 	return int(c.bstarts[i]), int(c.ends[i])
 }
 
+// BlockBytes is the stored bytes of block i of a chunk holding all its
+// bytes (Parse), nil for a chunk holding its head only.
+func (c *Chunk) BlockBytes(i int) []byte {
+	if c.head {
+		return nil
+	}
+	off, end := c.BlockRange(i)
+	return c.data[off:end]
+}
+
 // Head tells whether the chunk holds only its head (see ParseHead).
 func (c *Chunk) Head() bool { return c.head }
 
@@ -208,14 +218,30 @@ func (c *Chunk) FillSpecial(dst []byte, off int) {
 	case SpecialZero, SpecialUninit:
 		clear(dst)
 	case SpecialNaN:
+		// The NaN item (float32 for 4-byte items, else float64) repeated
+		// from the chunk's start; dst begins at byte off, which a run of
+		// DecodeBlockTo may put inside an item, and may end inside one.
+		ts, item := 8, uint64(0x7ff8000000000000)
 		if c.Typesize == 4 {
-			for i := 0; i+4 <= len(dst); i += 4 {
-				binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(float32(math.NaN())))
+			ts, item = 4, uint64(math.Float32bits(float32(math.NaN())))
+		}
+		var ib [8]byte
+		binary.LittleEndian.PutUint64(ib[:], item)
+		i := 0
+		for ; i < len(dst) && (off+i)%ts != 0; i++ {
+			dst[i] = ib[(off+i)%ts]
+		}
+		if ts == 4 {
+			for ; i+4 <= len(dst); i += 4 {
+				binary.LittleEndian.PutUint32(dst[i:], uint32(item))
 			}
 		} else {
-			for i := 0; i+8 <= len(dst); i += 8 {
-				binary.LittleEndian.PutUint64(dst[i:], 0x7ff8000000000000)
+			for ; i+8 <= len(dst); i += 8 {
+				binary.LittleEndian.PutUint64(dst[i:], item)
 			}
+		}
+		for ; i < len(dst); i++ {
+			dst[i] = ib[(off+i)%ts]
 		}
 	case SpecialValue:
 		v := c.data[ExtendedHeaderLen:c.CBytes]
@@ -262,7 +288,6 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 		copy(dst, src[:bsize])
 		return nil
 	}
-	leftover := bsize < c.BlockSize || c.NBytes%c.BlockSize != 0 && i == nb-1
 	// Filters run backward over a scratch buffer; decompression writes into
 	// buf, filters alternate between buf and alt, the result lands in dst.
 	// Without filters to undo, streams decompress straight into dst.
@@ -270,76 +295,23 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 		tmp = make([]byte, 2*c.BlockSize)
 	}
 	buf, alt := tmp[:bsize], tmp[c.BlockSize:c.BlockSize+bsize]
-	nofilter := true
-	for _, f := range c.Filters {
-		if f != FilterNone && f != FilterTruncPrec {
-			nofilter = false
-		}
-	}
+	nofilter := c.noFilter()
 	if nofilter {
 		buf = dst
 	}
-	nstreams := 1
-	if c.Split() && !leftover {
-		nstreams = c.Typesize
-	}
-	neblock := bsize / nstreams
-	if neblock == 0 {
-		return corrupt("block %d: %d bytes in %d streams", i, bsize, nstreams)
-	}
-	// With spans, split streams that are shuffle's byte planes, and a
-	// plane stored raw (incompressible low bytes of floats often are) is
-	// read where it lies instead of being copied first.
-	var planes [][]byte
-	if ts, ok := c.shuffleOnly(); ok && spans != nil && nstreams > 1 && ts == nstreams && nstreams*neblock == bsize {
-		planes = make([][]byte, nstreams)
-	}
-	for j := 0; j < nstreams; j++ {
-		out := buf[j*neblock : (j+1)*neblock]
-		if planes != nil {
-			planes[j] = out
-		}
-		if len(src) < 4 {
-			return corrupt("block %d stream %d: truncated size", i, j)
-		}
-		cb := int(int32(binary.LittleEndian.Uint32(src)))
-		src = src[4:]
-		switch {
-		case cb == 0:
-			clear(out)
-		case cb < 0:
-			if len(src) < 1 {
-				return corrupt("block %d stream %d: truncated token", i, j)
-			}
-			tok := src[0]
-			src = src[1:]
-			if tok&1 == 0 || cb < -255 {
-				return corrupt("block %d stream %d: unsupported token %#x (size %d)", i, j, tok, cb)
-			}
-			// A run of one byte (the constant exponent byte of floats in
-			// a narrow range): filled by doubling copies, at memmove speed.
-			out[0] = byte(-cb)
-			for k := 1; k < len(out); k *= 2 {
-				copy(out[k:], out[:k])
-			}
-		default:
-			if cb > len(src) {
-				return corrupt("block %d stream %d: %d compressed bytes, %d left", i, j, cb, len(src))
-			}
-			if cb == neblock && planes != nil {
-				planes[j] = src[:cb]
-			} else if cb == neblock {
-				copy(out, src[:cb])
-			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd, slack(out, nofilter)); err != nil {
-				return corrupt("block %d stream %d: %v", i, j, err)
-			}
-			src = src[cb:]
-		}
-	}
-	if nofilter {
-		return nil
+	// Split streams that are shuffle's byte planes are unshuffled from
+	// where they are, and a plane stored raw (incompressible low bytes of
+	// floats often are) is read where it lies instead of being copied
+	// first.
+	var pa [16][]byte
+	planes, err := c.streams(i, src, buf, nofilter, pa[:0])
+	if err != nil || nofilter {
+		return err
 	}
 	if planes != nil {
+		if spans == nil {
+			UnshufflePlanesSpan(planes, dst, 0, bsize)
+		}
 		for _, sp := range spans {
 			UnshufflePlanesSpan(planes, dst, sp.Off, sp.Off+sp.Len)
 		}
@@ -389,6 +361,151 @@ func (c *Chunk) DecodeBlockAt(i int, src, dst, ref, tmp []byte, spans []Span) er
 		cur = other
 	}
 	copy(dst, cur)
+	return nil
+}
+
+// noFilter tells whether the chunk's blocks have no filter to undo.
+func (c *Chunk) noFilter() bool {
+	for _, f := range c.Filters {
+		if f != FilterNone && f != FilterTruncPrec {
+			return false
+		}
+	}
+	return true
+}
+
+// streams decompresses the streams of block i (of a chunk neither special
+// nor memcpyed) from src into buf (the block's length). When the streams
+// are shuffle's byte planes (shuffle the one filter, one stream per byte
+// of the element), it returns them, appended to planes: a stream stored
+// raw is then src's own bytes, not copied into buf. Otherwise it returns
+// nil and buf holds the streams back to back.
+func (c *Chunk) streams(i int, src, buf []byte, nofilter bool, planes [][]byte) ([][]byte, error) {
+	bsize := len(buf)
+	nstreams, keep := c.streamLayout(i)
+	neblock := bsize / nstreams
+	if neblock == 0 {
+		return nil, corrupt("block %d: %d bytes in %d streams", i, bsize, nstreams)
+	}
+	for j := 0; j < nstreams; j++ {
+		out := buf[j*neblock : (j+1)*neblock]
+		if len(src) < 4 {
+			return nil, corrupt("block %d stream %d: truncated size", i, j)
+		}
+		cb := int(int32(binary.LittleEndian.Uint32(src)))
+		src = src[4:]
+		switch {
+		case cb == 0:
+			clear(out)
+		case cb < 0:
+			if len(src) < 1 {
+				return nil, corrupt("block %d stream %d: truncated token", i, j)
+			}
+			tok := src[0]
+			src = src[1:]
+			if tok&1 == 0 || cb < -255 {
+				return nil, corrupt("block %d stream %d: unsupported token %#x (size %d)", i, j, tok, cb)
+			}
+			// A run of one byte (the constant exponent byte of floats in
+			// a narrow range): filled by doubling copies, at memmove speed.
+			out[0] = byte(-cb)
+			for k := 1; k < len(out); k *= 2 {
+				copy(out[k:], out[:k])
+			}
+		default:
+			if cb > len(src) {
+				return nil, corrupt("block %d stream %d: %d compressed bytes, %d left", i, j, cb, len(src))
+			}
+			if cb == neblock && keep {
+				out = src[:cb]
+			} else if cb == neblock {
+				copy(out, src[:cb])
+			} else if err := decompressStream(c.Format(), src[:cb], out, c.dict, c.zd, slack(out, nofilter)); err != nil {
+				return nil, corrupt("block %d stream %d: %v", i, j, err)
+			}
+			src = src[cb:]
+		}
+		if keep {
+			planes = append(planes, out)
+		}
+	}
+	if !keep {
+		return nil, nil
+	}
+	return planes, nil
+}
+
+// streamLayout is how many streams block i has, and whether they are
+// shuffle's byte planes (see streams).
+func (c *Chunk) streamLayout(i int) (nstreams int, planar bool) {
+	bsize := c.BlockLen(i)
+	leftover := bsize < c.BlockSize || c.NBytes%c.BlockSize != 0 && i == c.NBlocks()-1
+	nstreams = 1
+	if c.Split() && !leftover {
+		nstreams = c.Typesize
+	}
+	ts, ok := c.shuffleOnly()
+	return nstreams, ok && nstreams > 1 && ts == nstreams && bsize%nstreams == 0
+}
+
+// Run names len(Dst) bytes of a decoded block, from its byte Off, and
+// where they go (see DecodeBlockTo).
+type Run struct {
+	Off int
+	Dst []byte
+}
+
+// DecodeBlockTo decodes the byte ranges runs of block i from src (its
+// stored bytes, as for DecodeBlockAt) straight to each run's Dst: a reader that knows where each part of a block goes in its output
+// (a record batch's buffer) writes it there, without a decoded block in
+// between. A block of shuffle's byte planes is unshuffled run by run
+// from its streams (the unshuffle is the copy out); a block wholly in one
+// run is decoded into place; any other is decoded into tmp and copied.
+// tmp is scratch of 3*BlockSize bytes (allocated when shorter); ref is as
+// for DecodeBlock.
+func (c *Chunk) DecodeBlockTo(i int, src, ref, tmp []byte, runs []Run) error {
+	nb := c.NBlocks()
+	if i < 0 || i >= nb {
+		return fmt.Errorf("block %d of %d", i, nb)
+	}
+	bsize := c.BlockLen(i)
+	for _, r := range runs {
+		if r.Off < 0 || r.Off+len(r.Dst) > bsize {
+			return fmt.Errorf("block %d: a run of %d bytes at %d is outside the block (%d bytes)", i, len(r.Dst), r.Off, bsize)
+		}
+	}
+	if len(runs) == 1 && runs[0].Off == 0 && len(runs[0].Dst) == bsize {
+		return c.DecodeBlockAt(i, src, runs[0].Dst, ref, tmp, nil)
+	}
+	if c.Special() != SpecialNone {
+		for _, r := range runs {
+			c.FillSpecial(r.Dst, i*c.BlockSize+r.Off)
+		}
+		return nil
+	}
+	if len(tmp) < 3*c.BlockSize {
+		tmp = make([]byte, 3*c.BlockSize)
+	}
+	if _, planar := c.streamLayout(i); planar && !c.Memcpyed() {
+		var pa [16][]byte
+		planes, err := c.streams(i, src, tmp[:bsize], false, pa[:0])
+		if err != nil {
+			return err
+		}
+		if planes != nil {
+			for _, r := range runs {
+				UnshufflePlanesTo(planes, r.Off, r.Off+len(r.Dst), r.Dst)
+			}
+			return nil
+		}
+	}
+	blk := tmp[2*c.BlockSize : 2*c.BlockSize+bsize]
+	if err := c.DecodeBlockAt(i, src, blk, ref, tmp[:2*c.BlockSize], nil); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		copy(r.Dst, blk[r.Off:])
+	}
 	return nil
 }
 

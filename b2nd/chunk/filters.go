@@ -33,51 +33,18 @@ func Unshuffle(ts int, src, dst []byte) {
 		copy(dst, src)
 		return
 	}
-	switch ts {
-	case 8:
-		s0, s1, s2, s3 := src[0:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
-		s4, s5, s6, s7 := src[4*n:5*n], src[5*n:6*n], src[6*n:7*n], src[7*n:8*n]
-		d := dst[:8*n]
-		// Eight elements at a time: an 8x8 byte transpose in registers.
-		i := 0
-		for ; i+8 <= n; i += 8 {
-			r := [8]uint64{binary.LittleEndian.Uint64(s0[i:]), binary.LittleEndian.Uint64(s1[i:]),
-				binary.LittleEndian.Uint64(s2[i:]), binary.LittleEndian.Uint64(s3[i:]),
-				binary.LittleEndian.Uint64(s4[i:]), binary.LittleEndian.Uint64(s5[i:]),
-				binary.LittleEndian.Uint64(s6[i:]), binary.LittleEndian.Uint64(s7[i:])}
-			transpose8(&r)
-			for k := 0; k < 8; k++ {
-				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
-			}
-		}
-		for ; i < n; i++ {
-			v := uint64(s0[i]) | uint64(s1[i])<<8 | uint64(s2[i])<<16 | uint64(s3[i])<<24 |
-				uint64(s4[i])<<32 | uint64(s5[i])<<40 | uint64(s6[i])<<48 | uint64(s7[i])<<56
-			binary.LittleEndian.PutUint64(d[8*i:], v)
-		}
-	case 4:
-		s0, s1, s2, s3 := src[0:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
-		d := dst[:4*n]
-		for i := 0; i < n; i++ {
-			v := uint32(s0[i]) | uint32(s1[i])<<8 | uint32(s2[i])<<16 | uint32(s3[i])<<24
-			binary.LittleEndian.PutUint32(d[4*i:], v)
-		}
-	case 2:
-		s0, s1 := src[0:n], src[n:2*n]
-		d := dst[:2*n]
-		for i := 0; i < n; i++ {
-			d[2*i] = s0[i]
-			d[2*i+1] = s1[i]
-		}
-	default:
-		for j := 0; j < ts; j++ {
-			in := src[j*n : (j+1)*n]
-			for i, v := range in {
-				dst[i*ts+j] = v
-			}
-		}
-	}
+	var pa [16][]byte
+	unshufflePlanes(splitPlanes(src, ts, n, pa[:0]), 0, n, dst)
 	copy(dst[n*ts:], src[n*ts:len(src)])
+}
+
+// splitPlanes returns the ts byte planes of n bytes each at the start of
+// src (appended to planes, so that a caller's small array holds them).
+func splitPlanes(src []byte, ts, n int, planes [][]byte) [][]byte {
+	for j := 0; j < ts; j++ {
+		planes = append(planes, src[j*n:(j+1)*n])
+	}
+	return planes
 }
 
 // UnshuffleSpan undoes Shuffle for the bytes [a, b) of the block only
@@ -102,46 +69,16 @@ func UnshuffleSpan(ts int, src, dst []byte, a, b int) {
 	if e0 >= e1 {
 		return
 	}
-	switch ts {
-	case 8:
-		d := dst[:8*n]
-		i := e0
-		for ; i+8 <= e1; i += 8 {
-			r := [8]uint64{binary.LittleEndian.Uint64(src[i:]), binary.LittleEndian.Uint64(src[n+i:]),
-				binary.LittleEndian.Uint64(src[2*n+i:]), binary.LittleEndian.Uint64(src[3*n+i:]),
-				binary.LittleEndian.Uint64(src[4*n+i:]), binary.LittleEndian.Uint64(src[5*n+i:]),
-				binary.LittleEndian.Uint64(src[6*n+i:]), binary.LittleEndian.Uint64(src[7*n+i:])}
-			transpose8(&r)
-			for k := 0; k < 8; k++ {
-				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
-			}
-		}
-		for ; i < e1; i++ {
-			v := uint64(src[i]) | uint64(src[n+i])<<8 | uint64(src[2*n+i])<<16 | uint64(src[3*n+i])<<24 |
-				uint64(src[4*n+i])<<32 | uint64(src[5*n+i])<<40 | uint64(src[6*n+i])<<48 | uint64(src[7*n+i])<<56
-			binary.LittleEndian.PutUint64(d[8*i:], v)
-		}
-	case 4:
-		d := dst[:4*n]
-		for i := e0; i < e1; i++ {
-			v := uint32(src[i]) | uint32(src[n+i])<<8 | uint32(src[2*n+i])<<16 | uint32(src[3*n+i])<<24
-			binary.LittleEndian.PutUint32(d[4*i:], v)
-		}
-	default:
-		for j := 0; j < ts; j++ {
-			in := src[j*n : (j+1)*n]
-			for i := e0; i < e1; i++ {
-				dst[i*ts+j] = in[i]
-			}
-		}
-	}
+	var pa [16][]byte
+	unshufflePlanes(splitPlanes(src, ts, n, pa[:0]), e0, e1, dst[e0*ts:])
 }
 
 // UnshufflePlanesSpan is UnshuffleSpan over a block whose shuffled bytes
 // are given as its byte planes (plane j holds byte j of every element, as
 // split streams store them; all planes of one length n, the block n*len
 // elements long): only the bytes [a, b) of dst, widened to whole elements,
-// are written.
+// are written. A plane may lie anywhere (in a mapped file when it was
+// stored raw), so nothing is copied before the unshuffle.
 func UnshufflePlanesSpan(planes [][]byte, dst []byte, a, b int) {
 	ts := len(planes)
 	n := len(planes[0])
@@ -150,11 +87,57 @@ func UnshufflePlanesSpan(planes [][]byte, dst []byte, a, b int) {
 		return
 	}
 	e0, e1 := a/ts, (b+ts-1)/ts
-	if ts == 8 {
-		p0, p1, p2, p3, p4, p5, p6, p7 := planes[0][:n], planes[1][:n], planes[2][:n], planes[3][:n], planes[4][:n], planes[5][:n], planes[6][:n], planes[7][:n]
-		d := dst[:8*n]
-		i := e0
-		for ; i+8 <= e1; i += 8 {
+	unshufflePlanes(planes, e0, e1, dst[e0*ts:])
+}
+
+// UnshufflePlanesTo writes exactly the bytes [a, b) of the block that
+// the planes make (see UnshufflePlanesSpan; b at most the block's length)
+// to out[:b-a]: the unshuffle is the copy out, so a block's items go from
+// its streams straight to where the caller wants them (a record batch's
+// buffer) without passing through a decoded block.
+func UnshufflePlanesTo(planes [][]byte, a, b int, out []byte) {
+	ts := len(planes)
+	if a >= b {
+		return
+	}
+	out = out[:b-a]
+	e0, e1 := (a+ts-1)/ts, b/ts // whole elements inside [a, b)
+	if e0 >= e1 {
+		for p := a; p < b; p++ {
+			out[p-a] = planes[p%ts][p/ts]
+		}
+		return
+	}
+	for p := a; p < e0*ts; p++ {
+		out[p-a] = planes[p%ts][p/ts]
+	}
+	unshufflePlanes(planes, e0, e1, out[e0*ts-a:])
+	for p := e1 * ts; p < b; p++ {
+		out[p-a] = planes[p%ts][p/ts]
+	}
+}
+
+// unshufflePlanes writes elements [e0, e1) of the planes to out (from its
+// start): a vector kernel where there is one, the portable loops for the
+// rest.
+func unshufflePlanes(planes [][]byte, e0, e1 int, out []byte) {
+	ts := len(planes)
+	if w := unshuffleWide(planes, e0, e1, out); w > 0 {
+		e0 += w
+		out = out[w*ts:]
+	}
+	m := e1 - e0
+	if m <= 0 {
+		return
+	}
+	switch ts {
+	case 8:
+		p0, p1, p2, p3 := planes[0][e0:e1], planes[1][e0:e1], planes[2][e0:e1], planes[3][e0:e1]
+		p4, p5, p6, p7 := planes[4][e0:e1], planes[5][e0:e1], planes[6][e0:e1], planes[7][e0:e1]
+		d := out[:8*m]
+		i := 0
+		// Eight elements at a time: an 8x8 byte transpose in registers.
+		for ; i+8 <= m; i += 8 {
 			r := [8]uint64{binary.LittleEndian.Uint64(p0[i:]), binary.LittleEndian.Uint64(p1[i:]),
 				binary.LittleEndian.Uint64(p2[i:]), binary.LittleEndian.Uint64(p3[i:]),
 				binary.LittleEndian.Uint64(p4[i:]), binary.LittleEndian.Uint64(p5[i:]),
@@ -164,17 +147,31 @@ func UnshufflePlanesSpan(planes [][]byte, dst []byte, a, b int) {
 				binary.LittleEndian.PutUint64(d[8*(i+k):], r[k])
 			}
 		}
-		for ; i < e1; i++ {
+		for ; i < m; i++ {
 			v := uint64(p0[i]) | uint64(p1[i])<<8 | uint64(p2[i])<<16 | uint64(p3[i])<<24 |
 				uint64(p4[i])<<32 | uint64(p5[i])<<40 | uint64(p6[i])<<48 | uint64(p7[i])<<56
 			binary.LittleEndian.PutUint64(d[8*i:], v)
 		}
-		return
-	}
-	for j, p := range planes {
-		p = p[:n]
-		for i := e0; i < e1; i++ {
-			dst[i*ts+j] = p[i]
+	case 4:
+		p0, p1, p2, p3 := planes[0][e0:e1], planes[1][e0:e1], planes[2][e0:e1], planes[3][e0:e1]
+		d := out[:4*m]
+		for i := 0; i < m; i++ {
+			v := uint32(p0[i]) | uint32(p1[i])<<8 | uint32(p2[i])<<16 | uint32(p3[i])<<24
+			binary.LittleEndian.PutUint32(d[4*i:], v)
+		}
+	case 2:
+		p0, p1 := planes[0][e0:e1], planes[1][e0:e1]
+		d := out[:2*m]
+		for i := 0; i < m; i++ {
+			d[2*i] = p0[i]
+			d[2*i+1] = p1[i]
+		}
+	default:
+		d := out[:ts*m]
+		for j, p := range planes {
+			for i, v := range p[e0:e1] {
+				d[i*ts+j] = v
+			}
 		}
 	}
 }

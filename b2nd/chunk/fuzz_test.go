@@ -37,7 +37,23 @@ func FuzzChunk(f *testing.F) {
 			return
 		}
 		out := make([]byte, c.NBytes)
-		_ = c.Decode(out)
+		derr := c.Decode(out)
+		// The same blocks decoded by runs (DecodeBlockTo, the direct read
+		// path): each block as two runs out of order, which must give what
+		// Decode gave when it decodes without error.
+		ref := out[:c.BlockLen(0)]
+		for i := 0; i < c.NBlocks(); i++ {
+			bl := c.BlockLen(i)
+			got := make([]byte, bl)
+			h := bl / 3
+			err := c.DecodeBlockTo(i, c.BlockBytes(i), ref, nil, []Run{{Off: h, Dst: got[h:]}, {Off: 0, Dst: got[:h]}})
+			if derr == nil && err != nil {
+				t.Fatalf("block %d: Decode succeeded, DecodeBlockTo: %v", i, err)
+			}
+			if derr == nil && !bytes.Equal(got, out[i*c.BlockSize:i*c.BlockSize+bl]) {
+				t.Fatalf("block %d: DecodeBlockTo differs from Decode", i)
+			}
+		}
 	})
 }
 
@@ -73,6 +89,22 @@ func FuzzFilters(f *testing.F) {
 		Unshuffle(int(ts), t1, t2)
 		if !bytes.Equal(t2, b) {
 			t.Fatal("shuffle")
+		}
+		// Any byte range of the planes' block, unshuffled to its own
+		// buffer, is that range of the block.
+		if n := len(b) / int(ts); n > 0 {
+			planes := make([][]byte, ts)
+			for j := range planes {
+				planes[j] = t1[j*n : (j+1)*n]
+			}
+			a, e := int(b[0])%(n*int(ts)), n*int(ts)-int(b[len(b)-1])%(n*int(ts))
+			if a < e {
+				out := make([]byte, e-a)
+				UnshufflePlanesTo(planes, a, e, out)
+				if !bytes.Equal(out, b[a:e]) {
+					t.Fatalf("UnshufflePlanesTo [%d, %d)", a, e)
+				}
+			}
 		}
 		Bitshuffle(int(ts), b, t1)
 		Bitunshuffle(int(ts), t1, t2, 5)

@@ -107,3 +107,88 @@ func TestUnshufflePlanesSpan(t *testing.T) {
 		}
 	}
 }
+
+// refUnshuffle is the definition of unshuffle, byte by byte: element i's
+// byte j is plane j's byte i.
+func refUnshuffle(ts int, src []byte) []byte {
+	out := bytes.Clone(src)
+	n := len(src) / ts
+	for j := 0; j < ts; j++ {
+		for i := 0; i < n; i++ {
+			out[i*ts+j] = src[j*n+i]
+		}
+	}
+	return out
+}
+
+// TestUnshuffleKernels checks the vector kernels and the portable loops
+// (every element count around the kernels' 16-element steps, every
+// element size with and without a kernel) against the definition, and
+// UnshufflePlanesTo over ranges that start and end inside elements.
+func TestUnshuffleKernels(t *testing.T) {
+	for _, ts := range []int{1, 2, 3, 4, 5, 8, 16} {
+		for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100, 1029} {
+			src := make([]byte, n*ts+ts/2)
+			for i := range src {
+				src[i] = byte(i*37 + i/11 + 5)
+			}
+			want := refUnshuffle(ts, src)
+			got := bytes.Repeat([]byte{0xEE}, len(src))
+			Unshuffle(ts, src, got)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("ts %d n %d: Unshuffle differs", ts, n)
+			}
+			if n == 0 {
+				continue
+			}
+			planes := make([][]byte, ts)
+			for j := range planes {
+				planes[j] = bytes.Clone(src[j*n : (j+1)*n])
+			}
+			for _, r := range [][2]int{{0, n * ts}, {1, n * ts}, {0, n*ts - 1}, {ts - 1, ts + 1}, {3, 3 + 17*ts}, {n * ts / 3, n*ts/2 + 1}, {n*ts - 1, n * ts}, {2, 2}} {
+				a, b := min(r[0], n*ts), min(r[1], n*ts)
+				out := bytes.Repeat([]byte{0xEE}, b-a+8)
+				UnshufflePlanesTo(planes, a, b, out)
+				if !bytes.Equal(out[:b-a], want[a:b]) {
+					t.Fatalf("ts %d n %d: UnshufflePlanesTo [%d, %d) differs", ts, n, a, b)
+				}
+				if !bytes.Equal(out[b-a:], bytes.Repeat([]byte{0xEE}, 8)) {
+					t.Fatalf("ts %d n %d: UnshufflePlanesTo [%d, %d) wrote past its range", ts, n, a, b)
+				}
+			}
+		}
+	}
+}
+
+// TestUnshuffleLarge: blocks large enough for the non-temporal kernel,
+// written to aligned and unaligned places (where the ordinary kernel
+// runs), equal the definition.
+func TestUnshuffleLarge(t *testing.T) {
+	for _, n := range []int{8192, 8192 + 16, 20000 + 5} {
+		src := make([]byte, 8*n+3)
+		for i := range src {
+			src[i] = byte(i*131 + i/257)
+		}
+		want := refUnshuffle(8, src)
+		for _, off := range []int{0, 1, 8} {
+			buf := make([]byte, len(src)+off+16)
+			out := buf[off : off+len(src)]
+			Unshuffle(8, src, out)
+			if !bytes.Equal(out, want) {
+				t.Fatalf("n %d at offset %d: differs", n, off)
+			}
+		}
+	}
+}
+
+func BenchmarkUnshuffle8(b *testing.B) {
+	src := make([]byte, 256<<10)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	dst := make([]byte, len(src))
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		Unshuffle(8, src, dst)
+	}
+}
