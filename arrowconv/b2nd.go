@@ -101,7 +101,7 @@ func B2NDDimField(name string) arrow.Field {
 // Int64Column wraps vs as an Arrow int64 array without copying.
 func Int64Column(vs []int64) arrow.Array {
 	b := memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(vs))
-	return arrowarray.MakeFromData(arrowarray.NewData(arrow.PrimitiveTypes.Int64, len(vs), []*memory.Buffer{nil, b}, nil, 0, 0))
+	return fromData(arrowarray.NewData(arrow.PrimitiveTypes.Int64, len(vs), []*memory.Buffer{nil, b}, nil, 0, 0))
 }
 
 func swapBytes(buf []byte, w int) {
@@ -141,7 +141,7 @@ func B2NDColumn(f b2nd.Field, buf []byte, n int) (arrow.Array, error) {
 			return nil, err
 		}
 		defer child.Release()
-		return arrowarray.MakeFromData(arrowarray.NewData(t, n, []*memory.Buffer{nil}, []arrow.ArrayData{child.Data()}, 0, 0)), nil
+		return fromData(arrowarray.NewData(t, n, []*memory.Buffer{nil}, []arrow.ArrayData{child.Data()}, 0, 0)), nil
 	}
 	if f.Big {
 		switch f.Kind {
@@ -152,7 +152,7 @@ func B2NDColumn(f b2nd.Field, buf []byte, n int) (arrow.Array, error) {
 		}
 	}
 	fixed := func(dt arrow.DataType, data []byte, nulls *memory.Buffer, nn int) arrow.Array {
-		return arrowarray.MakeFromData(arrowarray.NewData(dt, n, []*memory.Buffer{nulls, memory.NewBufferBytes(data)}, nil, nn, 0))
+		return fromData(arrowarray.NewData(dt, n, []*memory.Buffer{nulls, memory.NewBufferBytes(data)}, nil, nn, 0))
 	}
 	switch f.Kind {
 	case 'b':
@@ -172,7 +172,7 @@ func B2NDColumn(f b2nd.Field, buf []byte, n int) (arrow.Array, error) {
 		}
 		child := arrowarray.NewData(ft, 2*n, []*memory.Buffer{nil, memory.NewBufferBytes(buf)}, nil, 0, 0)
 		defer child.Release()
-		return arrowarray.MakeFromData(arrowarray.NewData(t, n, []*memory.Buffer{nil}, []arrow.ArrayData{child}, 0, 0)), nil
+		return fromData(arrowarray.NewData(t, n, []*memory.Buffer{nil}, []arrow.ArrayData{child}, 0, 0)), nil
 	case 'M', 'm':
 		// NaT (the smallest int64) is null.
 		var nulls []byte
@@ -236,7 +236,15 @@ func B2NDColumn(f b2nd.Field, buf []byte, n int) (arrow.Array, error) {
 			offs[i+1] = int32(len(out))
 		}
 		ob := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs))
-		return arrowarray.MakeFromData(arrowarray.NewData(t, n, []*memory.Buffer{nil, ob, memory.NewBufferBytes(out)}, nil, 0, 0)), nil
+		return fromData(arrowarray.NewData(t, n, []*memory.Buffer{nil, ob, memory.NewBufferBytes(out)}, nil, 0, 0)), nil
 	}
 	return nil, fmt.Errorf("dtype %s: no column conversion", f.Dtype)
+}
+
+// fromData makes the array of d and drops d's own reference, which
+// MakeFromData does not take over (it retains d).
+func fromData(d arrow.ArrayData) arrow.Array {
+	a := arrowarray.MakeFromData(d)
+	d.Release()
+	return a
 }
