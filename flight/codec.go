@@ -2,7 +2,6 @@ package flight
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec wrapped below
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The server's gRPC codec is protobuf for every message, with one
@@ -41,9 +41,8 @@ type outgoingData struct {
 
 // FlightData's field numbers (Flight.proto).
 const (
-	fieldDataHeader = 2
-	fieldDataBody   = 1000
-	wireBytes       = 2
+	fieldDataHeader protowire.Number = 2
+	fieldDataBody   protowire.Number = 1000
 )
 
 type sendCodec struct{ proto encoding.CodecV2 }
@@ -71,13 +70,14 @@ func (m *outgoingData) marshal() mem.BufferSlice {
 		bodyLen += len(p)
 	}
 	var out mem.BufferSlice
-	pending := make([]byte, 0, 2*binary.MaxVarintLen64+len(m.header)+16)
+	pending := make([]byte, 0, len(m.header)+32) // + two tags and two lengths
 	if len(m.header) > 0 {
-		pending = protowire(pending, fieldDataHeader, len(m.header))
-		pending = append(pending, m.header...)
+		pending = protowire.AppendTag(pending, fieldDataHeader, protowire.BytesType)
+		pending = protowire.AppendBytes(pending, m.header)
 	}
 	if bodyLen > 0 {
-		pending = protowire(pending, fieldDataBody, bodyLen)
+		pending = protowire.AppendTag(pending, fieldDataBody, protowire.BytesType)
+		pending = protowire.AppendVarint(pending, uint64(bodyLen))
 	}
 	var rel *partsRelease
 	for i := range m.parts {
@@ -111,12 +111,6 @@ func (m *outgoingData) marshal() mem.BufferSlice {
 	return out
 }
 
-// protowire appends a length-delimited field's tag and length.
-func protowire(b []byte, field, n int) []byte {
-	b = binary.AppendUvarint(b, uint64(field)<<3|wireBytes)
-	return binary.AppendUvarint(b, uint64(n))
-}
-
 // partsRelease is the mem.BufferPool of one message's parts: gRPC "puts"
 // each part back when it has written it (or dropped the stream), and the
 // last one releases the sender's hold.
@@ -125,8 +119,11 @@ type partsRelease struct {
 	release func()
 }
 
-func (r *partsRelease) Get(int) *[]byte {
-	panic("flight: partsRelease lends no buffers")
+// Get is never called by gRPC on a buffer's own pool; were it called, a
+// fresh buffer is the correct answer.
+func (r *partsRelease) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
 }
 
 func (r *partsRelease) Put(*[]byte) {
