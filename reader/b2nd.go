@@ -11,6 +11,7 @@ package reader
 // block.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -530,6 +531,7 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 	type job struct {
 		key   blockKey
 		spans []b2chunk.Span
+		buf   []byte // the decoded block
 	}
 	locals := make([][][]interval, s.nd)
 	for d := range per {
@@ -555,7 +557,7 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 			if sp != nil {
 				b2ndSpanBlocks.Add(1)
 			}
-			jobs = append(jobs, job{k, sp})
+			jobs = append(jobs, job{key: k, spans: sp})
 			blocks[k] = nil
 		}
 		d := s.nd - 1
@@ -576,93 +578,13 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 	if ws := s.opt.MaxWorkingSet; ws > 0 && int64(len(jobs))*int64(s.a.BlockNBytes()) > ws {
 		return errkind.Errorf(errkind.ResourceExhausted, "array %s: the query needs %d blocks of %d bytes at once, more than the working set of %d bytes", s.a.Name, len(jobs), s.a.BlockNBytes(), ws)
 	}
-	// Open the chunks first (serially: a head is a small read), with
-	// block 0 for chunks using delta.
-	for _, j := range jobs {
-		if _, ok := s.chunks[j.key.chunk]; ok {
-			continue
-		}
-		if _, err := s.openChunk(ctx, j.key.chunk); err != nil {
-			return err
-		}
-	}
-	sort.Slice(jobs, func(i, j int) bool {
-		if jobs[i].key.chunk != jobs[j].key.chunk {
-			return jobs[i].key.chunk < jobs[j].key.chunk
-		}
-		return jobs[i].key.block < jobs[j].key.block
-	})
-	// Pieces: runs of consecutive blocks of one chunk (one read each), cut
-	// so that every worker gets about two.
-	workers := max(s.opt.Workers, 1)
-	most := max(1, (len(jobs)+2*workers-1)/(2*workers))
-	var pieces [][2]int
-	for i := 0; i < len(jobs); {
-		e := i + 1
-		for e < len(jobs) && e-i < most && jobs[e].key.chunk == jobs[i].key.chunk && jobs[e].key.block == jobs[e-1].key.block+1 {
-			e++
-		}
-		pieces = append(pieces, [2]int{i, e})
-		i = e
-	}
-	if s.mapped != nil && b2ndBeforeDecode != nil {
-		b2ndBeforeDecode()
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	bufs := make([][]byte, len(jobs))
-	for _, pc := range pieces {
-		g.Go(func() (err error) {
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			n := jobs[pc[0]].key.chunk
-			if s.mapped != nil {
-				// A mapped file truncated by another program faults: an
-				// error naming the chunk, not a crash.
-				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-				defer func() {
-					if r := recover(); r != nil {
-						if _, fault := r.(interface{ Addr() uintptr }); !fault {
-							panic(r)
-						}
-						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
-					}
-				}()
-			}
-			oc := s.chunks[n]
+	err := decodePieces(ctx, s, jobs, func(j *job) blockKey { return j.key }, 2,
+		func(n int64, oc *openChunk, piece []job, raw []byte, lo int) error {
 			c := oc.c
-			for _, j := range jobs[pc[0]:pc[1]] {
-				if j.key.block >= c.NBlocks() {
-					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, c.NBlocks()))
-				}
-			}
-			// The stored bytes of the piece's blocks, read at once when
-			// the chunk holds only its head.
-			var raw []byte
-			lo, hi := -1, -1
-			for _, j := range jobs[pc[0]:pc[1]] {
-				if off, end := c.BlockRange(j.key.block); end > off {
-					if lo < 0 || off < lo {
-						lo = off
-					}
-					hi = max(hi, end)
-				}
-			}
-			if c.Head() && lo >= 0 && s.mapped != nil {
-				pos, _ := s.a.ChunkPos(n)
-				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
-			} else if c.Head() && lo >= 0 {
-				raw = getB2NDBuf(hi - lo)
-				defer putB2NDBuf(raw)
-				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
-					return err
-				}
-			}
 			tmp := getB2NDBuf(2 * s.a.BlockNBytes())
 			defer putB2NDBuf(tmp)
-			for k := pc[0]; k < pc[1]; k++ {
-				j := jobs[k]
+			for k := range piece {
+				j := &piece[k]
 				buf := getB2NDBuf(s.a.BlockNBytes())
 				if j.key.block == 0 && oc.block0 != nil {
 					copy(buf, oc.block0)
@@ -683,16 +605,116 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 						return s.a.ChunkErr(n, err)
 					}
 				}
-				bufs[k] = buf
+				j.buf = buf
 			}
 			return nil
 		})
-	}
-	err := g.Wait()
-	for i, j := range jobs {
-		blocks[j.key] = bufs[i]
+	// Decoded blocks go to blocks even on an error, whose caller hands
+	// them back to the free lists.
+	for _, j := range jobs {
+		blocks[j.key] = j.buf
 	}
 	return err
+}
+
+// decodePieces decodes jobs, blocks of s's chunks, on s.opt.Workers
+// goroutines: it opens the chunks not open
+// yet (serially: a head is a small read; with block 0 for chunks using
+// delta), sorts the jobs by chunk and block and cuts them into pieces of
+// consecutive blocks of one chunk, about perWorker pieces a worker, and
+// hands decode each piece with its chunk and, when the chunk was opened
+// by its head only, the piece's stored bytes: raw, starting at byte lo of
+// the chunk, read at once or a view of the mapped file (nil otherwise).
+// Reading a mapped file that another program truncated faults: an error
+// naming the chunk, not a crash. Pieces are disjoint parts of jobs, so
+// decode may write to its own jobs.
+func decodePieces[J any](ctx context.Context, s *b2ndSource, jobs []J, key func(*J) blockKey, perWorker int,
+	decode func(n int64, oc *openChunk, piece []J, raw []byte, lo int) error) error {
+	for i := range jobs {
+		n := key(&jobs[i]).chunk
+		if _, ok := s.chunks[n]; ok {
+			continue
+		}
+		if _, err := s.openChunk(ctx, n); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(jobs, func(a, b J) int {
+		ka, kb := key(&a), key(&b)
+		if c := cmp.Compare(ka.chunk, kb.chunk); c != 0 {
+			return c
+		}
+		return cmp.Compare(ka.block, kb.block)
+	})
+	w := max(s.opt.Workers, 1)
+	most := max(1, (len(jobs)+perWorker*w-1)/(perWorker*w))
+	var pieces [][2]int
+	for i := 0; i < len(jobs); {
+		first := key(&jobs[i])
+		e := i + 1
+		for e < len(jobs) && e-i < most {
+			k := key(&jobs[e])
+			if k.chunk != first.chunk || k.block != key(&jobs[e-1]).block+1 {
+				break
+			}
+			e++
+		}
+		pieces = append(pieces, [2]int{i, e})
+		i = e
+	}
+	if s.mapped != nil && b2ndBeforeDecode != nil {
+		b2ndBeforeDecode()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w)
+	for _, pc := range pieces {
+		g.Go(func() (err error) {
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			piece := jobs[pc[0]:pc[1]]
+			n := key(&piece[0]).chunk
+			if s.mapped != nil {
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				defer func() {
+					if r := recover(); r != nil {
+						if _, fault := r.(interface{ Addr() uintptr }); !fault {
+							panic(r)
+						}
+						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
+					}
+				}()
+			}
+			oc := s.chunks[n]
+			c := oc.c
+			lo, hi := -1, -1
+			for i := range piece {
+				b := key(&piece[i]).block
+				if b >= c.NBlocks() {
+					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", b, c.NBlocks()))
+				}
+				if off, end := c.BlockRange(b); end > off {
+					if lo < 0 || off < lo {
+						lo = off
+					}
+					hi = max(hi, end)
+				}
+			}
+			var raw []byte
+			if c.Head() && lo >= 0 && s.mapped != nil {
+				pos, _ := s.a.ChunkPos(n)
+				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
+			} else if c.Head() && lo >= 0 {
+				raw = getB2NDBuf(hi - lo)
+				defer putB2NDBuf(raw)
+				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
+					return err
+				}
+			}
+			return decode(n, oc, piece, raw, lo)
+		})
+	}
+	return g.Wait()
 }
 
 // blockLocal is the part of the subarray's (merged) ranges of dimension d

@@ -17,18 +17,15 @@ package reader
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sort"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/tileflight/tileflight/arrowconv"
 	b2chunk "github.com/tileflight/tileflight/b2nd/chunk"
-	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 )
 
@@ -108,7 +105,6 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 	for d := range per {
 		per[d] = s.touched(d, s.ranges[d])
 	}
-	workers := max(s.opt.Workers, 1)
 	target := s.directGroupBytes()
 	rowBytes := is
 	for d := 1; d < nd; d++ {
@@ -184,7 +180,7 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 		grp[0] = per[0][i:e]
 		s.closeChunksBefore(per[0][i][0])
 		jobs := s.directJobs(grp, lo, ext, stride, total, br, batch)
-		if err := s.decodeDirect(ctx, jobs, workers); err != nil {
+		if err := s.decodeDirect(ctx, jobs); err != nil {
 			return err
 		}
 		// The batches the group completes, in order.
@@ -336,86 +332,14 @@ func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total
 	return jobs
 }
 
-// decodeDirect decodes the jobs' blocks into their runs on workers
-// goroutines, in pieces of consecutive blocks of one chunk (one read
-// each when the frame is not mapped).
-func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, workers int) error {
-	for _, j := range jobs {
-		if _, ok := s.chunks[j.key.chunk]; ok {
-			continue
-		}
-		if _, err := s.openChunk(ctx, j.key.chunk); err != nil {
-			return err
-		}
-	}
-	sort.Slice(jobs, func(i, j int) bool {
-		if jobs[i].key.chunk != jobs[j].key.chunk {
-			return jobs[i].key.chunk < jobs[j].key.chunk
-		}
-		return jobs[i].key.block < jobs[j].key.block
-	})
-	most := max(1, (len(jobs)+4*workers-1)/(4*workers))
-	var pieces [][2]int
-	for i := 0; i < len(jobs); {
-		e := i + 1
-		for e < len(jobs) && e-i < most && jobs[e].key.chunk == jobs[i].key.chunk && jobs[e].key.block == jobs[e-1].key.block+1 {
-			e++
-		}
-		pieces = append(pieces, [2]int{i, e})
-		i = e
-	}
-	if s.mapped != nil && b2ndBeforeDecode != nil {
-		b2ndBeforeDecode()
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for _, pc := range pieces {
-		g.Go(func() (err error) {
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			n := jobs[pc[0]].key.chunk
-			if s.mapped != nil {
-				// A mapped file truncated by another program faults: an
-				// error naming the chunk, not a crash.
-				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-				defer func() {
-					if r := recover(); r != nil {
-						if _, fault := r.(interface{ Addr() uintptr }); !fault {
-							panic(r)
-						}
-						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
-					}
-				}()
-			}
-			oc := s.chunks[n]
+// decodeDirect decodes the jobs' blocks into their runs (decodePieces).
+func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob) error {
+	return decodePieces(ctx, s, jobs, func(j *directJob) blockKey { return j.key }, 4,
+		func(n int64, oc *openChunk, piece []directJob, raw []byte, lo int) error {
 			c := oc.c
-			lo, hi := -1, -1
-			for _, j := range jobs[pc[0]:pc[1]] {
-				if j.key.block >= c.NBlocks() {
-					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", j.key.block, c.NBlocks()))
-				}
-				if off, end := c.BlockRange(j.key.block); end > off {
-					if lo < 0 || off < lo {
-						lo = off
-					}
-					hi = max(hi, end)
-				}
-			}
-			var raw []byte
-			if c.Head() && lo >= 0 && s.mapped != nil {
-				pos, _ := s.a.ChunkPos(n)
-				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
-			} else if c.Head() && lo >= 0 {
-				raw = getB2NDBuf(hi - lo)
-				defer putB2NDBuf(raw)
-				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
-					return err
-				}
-			}
 			tmp := getB2NDBuf(3 * s.a.BlockNBytes())
 			defer putB2NDBuf(tmp)
-			for _, j := range jobs[pc[0]:pc[1]] {
+			for _, j := range piece {
 				if j.key.block == 0 && oc.block0 != nil {
 					for _, r := range j.runs {
 						copy(r.Dst, oc.block0[r.Off:])
@@ -438,8 +362,6 @@ func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, workers
 			}
 			return nil
 		})
-	}
-	return g.Wait()
 }
 
 // directRecord makes the record of a completed batch: its item bytes are
