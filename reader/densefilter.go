@@ -94,12 +94,8 @@ func (d *dense) filterChunk(c *chunk) error {
 				data = append(data, at.FillValue...)
 				continue
 			}
-			s := binary.LittleEndian.Uint64(col.offsets[8*k:])
-			e := uint64(len(col.data))
-			if k+1 < c.n {
-				e = binary.LittleEndian.Uint64(col.offsets[8*(k+1):])
-			}
-			if s > e || e > uint64(len(col.data)) {
+			s, e, ok := col.cellSpan(k, c.n)
+			if !ok {
 				return errkind.Errorf(errkind.DataLoss, "array %s: attribute %q: offsets %d..%d outside %d bytes", d.p.Array.Dir, f.Name, s, e, len(col.data))
 			}
 			data = append(data, col.data[s:e]...)
@@ -235,12 +231,8 @@ func (d *dense) dropFailing(c *chunk, pass []bool) error {
 			if !ok {
 				continue
 			}
-			s := binary.LittleEndian.Uint64(col.offsets[8*k:])
-			e := uint64(len(col.data))
-			if k+1 < c.n {
-				e = binary.LittleEndian.Uint64(col.offsets[8*(k+1):])
-			}
-			if s > e || e > uint64(len(col.data)) {
+			s, e, ok := col.cellSpan(k, c.n)
+			if !ok {
 				return errkind.Errorf(errkind.DataLoss, "array %s: field %q: offsets %d..%d outside %d bytes", d.p.Array.Dir, f.Name, s, e, len(col.data))
 			}
 			out.offsets = binary.LittleEndian.AppendUint64(out.offsets, uint64(len(out.data)))
@@ -251,4 +243,15 @@ func (d *dense) dropFailing(c *chunk, pass []bool) error {
 	c.n = n
 	c.fail = nil
 	return nil
+}
+
+// cellSpan is the byte range of cell k's value in a var-sized column of n
+// cells; ok is false when the offsets point outside the data.
+func (col *colData) cellSpan(k, n int) (s, e uint64, ok bool) {
+	s = binary.LittleEndian.Uint64(col.offsets[8*k:])
+	e = uint64(len(col.data))
+	if k+1 < n {
+		e = binary.LittleEndian.Uint64(col.offsets[8*(k+1):])
+	}
+	return s, e, s <= e && e <= uint64(len(col.data))
 }

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -249,23 +250,13 @@ func (p *densePipe) plan() (*pfrag, error) {
 	for t := range f.order {
 		f.order[t], f.byLo[t] = t, t
 	}
-	slices.SortStableFunc(f.order, func(a, b int) int { return cmp64(f.hi[a], f.hi[b]) })
-	slices.SortStableFunc(f.byLo, func(a, b int) int { return cmp64(f.lo[a], f.lo[b]) })
+	slices.SortStableFunc(f.order, func(a, b int) int { return cmp.Compare(f.hi[a], f.hi[b]) })
+	slices.SortStableFunc(f.byLo, func(a, b int) int { return cmp.Compare(f.lo[a], f.lo[b]) })
 	f.built = make([]bool, nt)
 	f.left = nt
 	f.outs = make([][]tileOut, nt)
 	f.done = make(chan struct{})
 	return f, nil
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (p *densePipe) setErr(err error) {
