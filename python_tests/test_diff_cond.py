@@ -306,20 +306,13 @@ def run_filter(client, uri, name, spec, times, rng, tree):
 @pytest.mark.parametrize("k", range(N_ARRAYS))
 def test_diff_filter(k, cond_arrays, cond_daemon):
     name, uri, spec, times, rng = cond_arrays[k]
-    client = cond_daemon.d.client()
     fields = cond_fields(spec)
-    failures, outcomes = [], []
-    for j in range(CONDS_PER_ARRAY):
+    outcomes = []
+
+    def case(client, j):
         tree = rand_tree(rng, fields, spec["dense"])
-        try:
-            outcomes.append(run_filter(client, uri, name, spec, times, rng, tree))
-        except AssertionError as e:
-            failures.append(f"condition {j}: {e}")
-            crash = cond_daemon.crash_report()
-            if crash:
-                failures[-1] += "\nflightd crashed:\n" + crash
-                break
-    client.close()
+        outcomes.append(run_filter(client, uri, name, spec, times, rng, tree))
+    failures = cond_daemon.run_cases(CONDS_PER_ARRAY, "condition", case)
     assert not failures, f"seed {SEED} array {name} {json.dumps(spec)}:\n" + "\n".join(failures[:5])
     # The generator must mostly make conditions TileDB accepts.
     assert outcomes.count("refused") < len(outcomes) // 4, outcomes
@@ -519,18 +512,8 @@ def run_aggregate(client, uri, name, spec, times, rng):
 def test_diff_aggregates(k, cond_arrays, cond_daemon):
     name, uri, spec, times, rng = cond_arrays[k]
     rng = random.Random(rng.random())
-    client = cond_daemon.d.client()
-    failures = []
-    for j in range(AGGS_PER_ARRAY):
-        try:
-            run_aggregate(client, uri, name, spec, times, rng)
-        except AssertionError as e:
-            failures.append(f"aggregate {j}: {e}")
-            crash = cond_daemon.crash_report()
-            if crash:
-                failures[-1] += "\nflightd crashed:\n" + crash
-                break
-    client.close()
+    failures = cond_daemon.run_cases(AGGS_PER_ARRAY, "aggregate",
+                                     lambda client, j: run_aggregate(client, uri, name, spec, times, rng))
     assert not failures, f"seed {SEED} array {name} {json.dumps(spec)}:\n" + "\n".join(failures[:5])
 
 

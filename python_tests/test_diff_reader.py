@@ -522,6 +522,25 @@ class DiffDaemon:
         self.d = Daemon(self.exe, self.data, args=["-memory-budget", str(256 << 20)])
         return "\n".join(lines[start:start + 12])
 
+    def run_cases(self, n, label, case):
+        """Runs case(client, j) for j in range(n) on a fresh client; returns
+        the failures, each named `label j`. A case that crashed the daemon
+        ends the run with the daemon's panic appended (a fresh daemon then
+        serves the next array)."""
+        client = self.d.client()
+        failures = []
+        for j in range(n):
+            try:
+                case(client, j)
+            except AssertionError as e:
+                failures.append(f"{label} {j}: {e}")
+                crash = self.crash_report()
+                if crash:
+                    failures[-1] += "\nflightd crashed:\n" + crash
+                    break
+        client.close()
+        return failures
+
 
 @pytest.fixture(scope="module")
 def diff_daemon(flightd_bin, tmp_path_factory):
@@ -655,18 +674,8 @@ def first_diff(a, b):
 @pytest.mark.parametrize("k", range(N_ARRAYS))
 def test_diff_reader(k, diff_arrays, diff_daemon):
     name, uri, spec, times, rng = diff_arrays[k]
-    client = diff_daemon.d.client()
-    failures = []
-    for j in range(QUERIES_PER_ARRAY):
-        try:
-            run_case(client, uri, name, spec, times, rng)
-        except AssertionError as e:
-            failures.append(f"query {j}: {e}")
-            crash = diff_daemon.crash_report()
-            if crash:
-                failures[-1] += "\nflightd crashed:\n" + crash
-                break
-    client.close()
+    failures = diff_daemon.run_cases(QUERIES_PER_ARRAY, "query",
+                                     lambda client, j: run_case(client, uri, name, spec, times, rng))
     assert not failures, f"seed {SEED} array {name} {json.dumps(spec)}:\n" + "\n".join(failures[:5])
 
 
