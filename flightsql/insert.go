@@ -88,11 +88,7 @@ type insertPlan struct {
 // non-nullable attribute once. Nothing is read or written.
 func (s *Server) planInsert(ctx context.Context, text string) (p *insertPlan, err error) {
 	defer s.planPanic(text, &err)
-	sctx, err := s.newContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stmt, err := parse(sctx, s.engine, text)
+	sctx, stmt, err := s.parseIn(ctx, text)
 	if err != nil {
 		return nil, err
 	}

@@ -59,79 +59,28 @@ func newValueColumn(mem memory.Allocator, af arrowconv.Field) (*valueColumn, err
 			return nil
 		}}, nil
 	case t == datatype.Uint64:
-		b := arr.NewUint64Builder(mem)
-		return &valueColumn{b: b, add: func(v any) error {
-			if v == nil {
-				b.AppendNull()
-				return nil
-			}
-			u, err := exactUint(v)
-			if err == nil {
-				b.Append(u)
-			}
-			return err
-		}}, nil
+		return typedColumn(arr.NewUint64Builder(mem), exactUint), nil
 	case t.IsInteger() && !t.IsDatetime() && !t.IsTime():
-		b := arr.NewInt64Builder(mem)
-		return &valueColumn{b: b, add: func(v any) error {
-			if v == nil {
-				b.AppendNull()
-				return nil
-			}
-			i, err := exactInt(v)
-			if err == nil {
-				b.Append(i)
-			}
-			return err
-		}}, nil
+		return typedColumn(arr.NewInt64Builder(mem), exactInt), nil
 	case t == datatype.Float32:
-		b := arr.NewFloat32Builder(mem)
-		return &valueColumn{b: b, add: func(v any) error {
-			if v == nil {
-				b.AppendNull()
-				return nil
-			}
+		return typedColumn(arr.NewFloat32Builder(mem), func(v any) (float32, error) {
 			f, err := exactFloat(v, 32)
-			if err == nil {
-				b.Append(float32(f))
-			}
-			return err
-		}}, nil
+			return float32(f), err
+		}), nil
 	case t == datatype.Float64:
-		b := arr.NewFloat64Builder(mem)
-		return &valueColumn{b: b, add: func(v any) error {
-			if v == nil {
-				b.AppendNull()
-				return nil
-			}
-			f, err := exactFloat(v, 64)
-			if err == nil {
-				b.Append(f)
-			}
-			return err
-		}}, nil
+		return typedColumn(arr.NewFloat64Builder(mem), func(v any) (float64, error) { return exactFloat(v, 64) }), nil
 	case t.IsDatetime():
 		unit := arrow.Microsecond
 		if t == datatype.DatetimeNs {
 			unit = arrow.Nanosecond
 		}
-		b := arr.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: unit})
-		return &valueColumn{b: b, add: func(v any) error {
-			if v == nil {
-				b.AppendNull()
-				return nil
-			}
+		return typedColumn(arr.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: unit}), func(v any) (arrow.Timestamp, error) {
 			tm, err := datetimeOf(v)
-			if err != nil {
-				return err
-			}
 			if unit == arrow.Nanosecond {
-				b.Append(arrow.Timestamp(tm.UnixNano()))
-			} else {
-				b.Append(arrow.Timestamp(tm.UnixMicro()))
+				return arrow.Timestamp(tm.UnixNano()), err
 			}
-			return nil
-		}}, nil
+			return arrow.Timestamp(tm.UnixMicro()), err
+		}), nil
 	case t.IsString() || t.IsByteLike():
 		var b interface {
 			arr.Builder
@@ -157,6 +106,24 @@ func newValueColumn(mem memory.Allocator, af arrowconv.Field) (*valueColumn, err
 		}}, nil
 	}
 	return nil, errkind.Errorf(errkind.Unimplemented, "attribute %q of type %s: INSERT does not write it (write it with DoPut)", af.Name, t)
+}
+
+// typedColumn appends each value as conv converts it (nil: null).
+func typedColumn[T any, B interface {
+	arr.Builder
+	Append(T)
+}](b B, conv func(v any) (T, error)) *valueColumn {
+	return &valueColumn{b: b, add: func(v any) error {
+		if v == nil {
+			b.AppendNull()
+			return nil
+		}
+		x, err := conv(v)
+		if err == nil {
+			b.Append(x)
+		}
+		return err
+	}}
 }
 
 // exactInt is an engine value as an int64 when it is an integer that fits.

@@ -130,11 +130,7 @@ type compiled struct {
 // parameters (nil: none).
 func (s *Server) compile(ctx context.Context, text string, params []param) (c *compiled, err error) {
 	defer s.planPanic(text, &err)
-	sctx, err := s.newContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stmt, err := parse(sctx, s.engine, text)
+	sctx, stmt, err := s.parseIn(ctx, text)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +209,19 @@ func indexFold(s, sub string) int { return strings.Index(strings.ToLower(s), sub
 func stmtKind(st sqlparser.Statement) string {
 	t := fmt.Sprintf("%T", st)
 	return strings.ToUpper(strings.TrimPrefix(t, "*sqlparser."))
+}
+
+// parseIn parses one statement in a new engine context.
+func (s *Server) parseIn(ctx context.Context, text string) (*gms.Context, sqlparser.Statement, error) {
+	sctx, err := s.newContext(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	stmt, err := parse(sctx, s.engine, text)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sctx, stmt, nil
 }
 
 // parse parses one statement; a syntax error is InvalidArgument and says
@@ -804,11 +813,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	} else {
 		// Check the syntax now; the result schema may depend on the
 		// parameters' types, so it is given once they are bound.
-		sctx, err := s.newContext(ctx)
-		if err != nil {
-			return res, flight.Status(err)
-		}
-		if _, err := parse(sctx, s.engine, h.SQL); err != nil {
+		if _, _, err := s.parseIn(ctx, h.SQL); err != nil {
 			return res, flight.Status(err)
 		}
 	}
