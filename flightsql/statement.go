@@ -148,6 +148,8 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 	case *sqlparser.Insert:
 		if ins := stmt.(*sqlparser.Insert); ins.Action == sqlparser.ReplaceStr {
 			return nil, errkind.Errorf(errkind.Unimplemented, "REPLACE is not supported: use INSERT (in a sparse array without duplicates a newer cell at the same coordinates replaces the older one); %s", Supported)
+		} else if ins.With != nil {
+			return nil, errkind.Errorf(errkind.Unimplemented, "WITH ... INSERT is not supported: write the common table expression inside the INSERT's SELECT; %s", Supported)
 		}
 		if explain {
 			return nil, errkind.Errorf(errkind.Unimplemented, "EXPLAIN INSERT: explain the INSERT's SELECT instead; %s", Supported)
