@@ -70,6 +70,12 @@ func TestInsert(t *testing.T) {
 			check: `SELECT k, f, s FROM w.t ORDER BY k`, want: "0|1|s0;1|1|s1;2|1|s2"},
 		{name: "select of no rows", sql: `INSERT INTO w.t (k, f) SELECT k, v FROM w.big WHERE v < 0`, n: 0,
 			check: `SELECT COUNT(*) FROM w.t`, want: "0"},
+		// the engine's VALUES table would type the column int8 by its
+		// first row and saturate 300 to 127
+		{name: "values of growing width", sql: `INSERT INTO g.pts VALUES (500, 'a', 7), (501, 'b', 300), (502, 'c', -70000)`, n: 3,
+			check: `SELECT k, n FROM g.pts WHERE k >= 500 ORDER BY k`, want: "500|7;501|300;502|-70000"},
+		{name: "subquery in values", sql: `INSERT INTO w.t (k, f) VALUES ((SELECT MAX(k) FROM w.big) + 1, 1), (2, (SELECT COUNT(*) FROM g.pts))`, n: 2,
+			check: `SELECT k, f FROM w.t ORDER BY k`, want: "2|20;1000|1"},
 		{name: "quoted path and comment", sql: `/* c */ insert into "w/t" ("k", "f") values (9, 9)`, n: 1,
 			check: `SELECT k, f FROM w.t`, want: "9|9"},
 
