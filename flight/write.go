@@ -193,6 +193,12 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("DoPut to %q: the client went away after %d rows; nothing was written: %w", q.Array, rows, ctx.Err())
 		}
+		if errkind.Of(err) != nil {
+			// A source that classifies its own errors (an SQL INSERT's
+			// rows: a value that does not fit, an array not found) keeps
+			// its kind.
+			return nil, fmt.Errorf("DoPut to %q: after %d rows; nothing was written: %w", q.Array, rows, err)
+		}
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: reading the stream after %d rows: %v", q.Array, rows, err)
 	}
 	ci.AddRows(rows)

@@ -34,8 +34,31 @@ import (
 // null for odd k).
 func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string), c aflight.Client)) (*flightsql.Client, aflight.Client) {
 	t.Helper()
+	sc, c, _ := serveSQLWith(t, nil, extra...)
+	return sc, c
+}
+
+// bearer sends a token with every call (over plain TCP: tests only).
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return false }
+
+// serveSQLWith is serveSQL over a configuration that cfg may change (its
+// Store wraps the in-memory store; with Tokens, the clients use the
+// token "rw", which cfg must make read-write). It also returns the
+// server's address.
+func serveSQLWith(t testing.TB, cfg func(*flight.Config), extra ...func(t testing.TB, mk func(name, js string), c aflight.Client)) (*flightsql.Client, aflight.Client, string) {
+	t.Helper()
 	ctx := context.Background()
-	st := storage.NewMem()
+	conf := flight.Config{Store: storage.NewMem(), Log: zerolog.Nop()}
+	if cfg != nil {
+		cfg(&conf)
+	}
+	st := conf.Store
 	mk := func(name, js string) {
 		s, err := schema.FromJSON([]byte(js))
 		if err != nil {
@@ -49,14 +72,15 @@ func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string)
 		"attributes":[{"name":"v","type":"float64"},{"name":"w","type":"float32"}]}`)
 	mk("g/pts", `{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
 		"attributes":[{"name":"s","type":"string_utf8","cell_val_num":"var"},{"name":"n","type":"int32","nullable":true}]}`)
-	svc := flight.NewService(flight.Config{Store: st, Log: zerolog.Nop()})
+	svc := flight.NewService(conf)
 	h, _, err := New(svc, zerolog.Nop(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.SetSQL(h)
 	ul, sl := flight.AccessLog(zerolog.Nop())
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul), grpc.ChainStreamInterceptor(sl))
+	ua, sa := flight.AuthInterceptors(conf.Tokens)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,12 +88,16 @@ func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string)
 	}
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if len(conf.Tokens) > 0 {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer("rw")))
+	}
+	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	sc, err := flightsql.NewClient(lis.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	sc, err := flightsql.NewClient(lis.Addr().String(), nil, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +128,7 @@ func serveSQL(t testing.TB, extra ...func(t testing.TB, mk func(name, js string)
 	for _, x := range extra {
 		x(t, mk, c)
 	}
-	return sc, c
+	return sc, c, lis.Addr().String()
 }
 
 func put(t testing.TB, c aflight.Client, cmd string, rec arrow.RecordBatch) {

@@ -39,7 +39,7 @@ import (
 const sqlMode = "ANSI_QUOTES,ONLY_FULL_GROUP_BY,NO_ENGINE_SUBSTITUTION"
 
 // Supported is what the errors of statements outside it say.
-const Supported = "supported: one SELECT per statement (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, DISTINCT, joins, subqueries, UNION), EXPLAIN SELECT ...; writes go through bulk ingest (ADBC adbc_ingest) or DoPut"
+const Supported = "supported: one SELECT per statement (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, DISTINCT, joins, subqueries, UNION), EXPLAIN SELECT ...; INSERT INTO sparse_array [(columns)] VALUES ... | SELECT ... as an update; other writes go through bulk ingest (ADBC adbc_ingest) or DoPut"
 
 // maxBatchRows bounds the rows of one record batch of an engine result.
 const maxBatchRows = 65536
@@ -129,19 +129,8 @@ type compiled struct {
 // compile parses, binds and plans a statement with one row of
 // parameters (nil: none).
 func (s *Server) compile(ctx context.Context, text string, params []param) (c *compiled, err error) {
-	// A panic while planning fails the statement (Internal), never the
-	// daemon.
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", text).Msg("planning an SQL statement panicked")
-			c, err = nil, fmt.Errorf("internal error planning the statement (a bug, logged by the server): %v", p)
-		}
-	}()
-	sctx, err := s.newContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stmt, err := parse(sctx, s.engine, text)
+	defer s.planPanic(text, &err)
+	sctx, stmt, err := s.parseIn(ctx, text)
 	if err != nil {
 		return nil, err
 	}
@@ -157,10 +146,35 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 	switch stmt.(type) {
 	case *sqlparser.Select, *sqlparser.SetOp, *sqlparser.ParenSelect:
 	case *sqlparser.Insert:
-		return nil, errkind.Errorf(errkind.Unimplemented, "INSERT is not supported as a statement: write rows with bulk ingest (ADBC cursor.adbc_ingest(table, data, mode=\"append\"), Flight SQL CommandStatementIngest) or DoPut; %s", Supported)
+		if ins := stmt.(*sqlparser.Insert); ins.Action == sqlparser.ReplaceStr {
+			return nil, errkind.Errorf(errkind.Unimplemented, "REPLACE is not supported: use INSERT (in a sparse array without duplicates a newer cell at the same coordinates replaces the older one); %s", Supported)
+		} else if ins.With != nil {
+			return nil, errkind.Errorf(errkind.Unimplemented, "WITH ... INSERT is not supported: write the common table expression inside the INSERT's SELECT; %s", Supported)
+		}
+		if explain {
+			return nil, errkind.Errorf(errkind.Unimplemented, "EXPLAIN INSERT: explain the INSERT's SELECT instead; %s", Supported)
+		}
+		// Only a WITH ... INSERT gets here (isInsert looks at the first
+		// word), or a caller that reads results of an update.
+		return nil, errkind.Errorf(errkind.InvalidArgument, "INSERT has no result set: run it as an update (Flight SQL CommandStatementUpdate, JDBC executeUpdate, ADBC cursor.execute); %s", Supported)
 	default:
-		return nil, errkind.Errorf(errkind.Unimplemented, "statement %s is not supported (tileflight serves arrays read-only through SQL); %s", stmtKind(stmt), Supported)
+		return nil, errkind.Errorf(errkind.Unimplemented, "statement %s is not supported (tileflight writes through SQL with INSERT into sparse arrays only); %s", stmtKind(stmt), Supported)
 	}
+	return s.plan(ctx, sctx, text, stmt, params, explain)
+}
+
+// planPanic, deferred, turns a panic while planning into the
+// statement's error (Internal), never the daemon's end.
+func (s *Server) planPanic(text string, err *error) {
+	if p := recover(); p != nil {
+		s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", text).Msg("planning an SQL statement panicked")
+		*err = fmt.Errorf("internal error planning the statement (a bug, logged by the server): %v", p)
+	}
+}
+
+// plan binds and plans a parsed query (a SELECT, a set operation).
+func (s *Server) plan(ctx context.Context, sctx *gms.Context, text string, stmt sqlparser.Statement, params []param, explain bool) (_ *compiled, err error) {
+	defer s.planPanic(text, &err)
 	var bindings map[string]sqlparser.Expr
 	if len(params) > 0 {
 		bindings = make(map[string]sqlparser.Expr, len(params))
@@ -175,7 +189,7 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 	if node, err = s.pushdown(sctx, node); err != nil {
 		return nil, engineErr(err)
 	}
-	c = &compiled{sctx: sctx, node: node}
+	c := &compiled{sctx: sctx, node: node}
 	if q, names, ok := scanOnly(sctx, node); ok {
 		sc, err := s.svc.QuerySchema(ctx, q)
 		if err != nil {
@@ -197,6 +211,19 @@ func indexFold(s, sub string) int { return strings.Index(strings.ToLower(s), sub
 func stmtKind(st sqlparser.Statement) string {
 	t := fmt.Sprintf("%T", st)
 	return strings.ToUpper(strings.TrimPrefix(t, "*sqlparser."))
+}
+
+// parseIn parses one statement in a new engine context.
+func (s *Server) parseIn(ctx context.Context, text string) (*gms.Context, sqlparser.Statement, error) {
+	sctx, err := s.newContext(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	stmt, err := parse(sctx, s.engine, text)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sctx, stmt, nil
 }
 
 // parse parses one statement; a syntax error is InvalidArgument and says
@@ -556,42 +583,55 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	}
 	ch := make(chan aflight.StreamChunk, 2)
 	go func() {
-		defer close(ch)
 		defer release()
-		// A panic here would not reach the gRPC handler's recovery: it
-		// fails this statement, not the daemon.
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", h.SQL).Msg("SQL statement panicked; the call fails, the daemon keeps serving")
-				select {
-				case ch <- aflight.StreamChunk{Err: flight.Status(fmt.Errorf("internal error running the statement (a bug, logged by the server): %v", p))}:
-				case <-ctx.Done():
-				}
+		s.runAll(ctx, h.SQL, rows, first, func(i int, c *compiled) error {
+			if !arrow.TypeEqual(arrow.StructOf(c.schema.Fields()...), arrow.StructOf(first.schema.Fields()...)) {
+				return errkind.Errorf(errkind.InvalidArgument, "SQL: parameter row %d gives a result of another schema than row 0", i)
 			}
-		}()
-		for i, ps := range rows {
-			c := first
-			if i > 0 {
-				if c, err = s.compile(ctx, h.SQL, ps); err != nil {
-					ch <- aflight.StreamChunk{Err: flight.Status(err)}
-					return
-				}
-				if !arrow.TypeEqual(arrow.StructOf(c.schema.Fields()...), arrow.StructOf(first.schema.Fields()...)) {
-					ch <- aflight.StreamChunk{Err: flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL: parameter row %d gives a result of another schema than row 0", i))}
-					return
-				}
-				c.schema = first.schema
+			c.schema = first.schema
+			return nil
+		}, s.run, flight.Status, ch)
+	}()
+	return first.schema, ch, nil
+}
+
+// runAll runs a statement once per parameter row (first: row 0 compiled
+// already; check vets each later row's plan) and sends the batches to ch,
+// then an error, if any, through wrap; it closes ch. A panic fails the
+// statement, not the daemon (the gRPC handler's recovery does not see
+// this goroutine's).
+func (s *Server) runAll(ctx context.Context, sql string, rows [][]param, first *compiled, check func(i int, c *compiled) error,
+	run func(context.Context, *compiled, chan<- aflight.StreamChunk) error, wrap func(error) error, ch chan<- aflight.StreamChunk) {
+	defer close(ch)
+	fail := func(err error) {
+		select {
+		case ch <- aflight.StreamChunk{Err: wrap(err)}:
+		case <-ctx.Done():
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Str("sql", sql).Msg("SQL statement panicked; the call fails, the daemon keeps serving")
+			fail(fmt.Errorf("internal error running the statement (a bug, logged by the server): %v", p))
+		}
+	}()
+	for i, ps := range rows {
+		c := first
+		if i > 0 {
+			var err error
+			if c, err = s.compile(ctx, sql, ps); err == nil {
+				err = check(i, c)
 			}
-			if err := s.run(ctx, c, ch); err != nil {
-				select {
-				case ch <- aflight.StreamChunk{Err: flight.Status(err)}:
-				case <-ctx.Done():
-				}
+			if err != nil {
+				fail(err)
 				return
 			}
 		}
-	}()
-	return first.schema, ch, nil
+		if err := run(ctx, c, ch); err != nil {
+			fail(err)
+			return
+		}
+	}
 }
 
 // statementInfo is the FlightInfo of a statement: its schema and one
@@ -665,10 +705,16 @@ func partScan(c *compiled, part json.RawMessage) error {
 }
 
 func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	if isInsert(cmd.GetQuery()) {
+		return s.updateInfo(ctx, &handle{SQL: cmd.GetQuery()}, desc)
+	}
 	return s.statementInfo(ctx, &handle{SQL: cmd.GetQuery()}, desc)
 }
 
 func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
+	if isInsert(cmd.GetQuery()) {
+		return s.updateSchema(ctx, cmd.GetQuery())
+	}
 	c, err := s.compile(ctx, cmd.GetQuery(), nil)
 	if err != nil {
 		return nil, flight.Status(err)
@@ -684,12 +730,59 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 	return s.stream(ctx, h)
 }
 
-func (s *Server) DoPutCommandStatementUpdate(context.Context, flightsql.StatementUpdate) (int64, error) {
-	return 0, flight.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates are not supported (arrays are written by bulk ingest or DoPut); %s", Supported))
+// DoPutCommandStatementUpdate runs an INSERT (insert.go) and returns the
+// rows it wrote.
+func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return 0, flight.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates in a transaction: tileflight has no transactions (each INSERT is atomic by itself)"))
+	}
+	n, err := s.update(ctx, cmd.GetQuery(), nil)
+	return n, flight.Status(err)
 }
 
-func (s *Server) DoPutPreparedStatementUpdate(context.Context, flightsql.PreparedStatementUpdate, aflight.MessageReader) (int64, error) {
-	return 0, flight.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates are not supported (arrays are written by bulk ingest or DoPut); %s", Supported))
+// DoPutPreparedStatementUpdate runs a prepared INSERT with the parameter
+// rows of the stream (or those bound before): all of them are one atomic
+// write.
+func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr aflight.MessageReader) (int64, error) {
+	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return 0, flight.Status(err)
+	}
+	params, err := readParams(rdr)
+	if err != nil {
+		return 0, flight.Status(err)
+	}
+	if params == nil {
+		params = h.Params
+	}
+	n, err := s.update(ctx, h.SQL, params)
+	return n, flight.Status(err)
+}
+
+// updateInfo answers GetFlightInfo of an INSERT sent as a query (ADBC's
+// cursor.execute sends every statement so): the INSERT runs now, and the
+// FlightInfo has no endpoints, no columns, and the rows written as its
+// total_records (ADBC's cursor.rowcount).
+func (s *Server) updateInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	n, err := s.update(ctx, h.SQL, h.Params)
+	if err != nil {
+		return nil, flight.Status(err)
+	}
+	return &aflight.FlightInfo{
+		FlightDescriptor: desc,
+		Schema:           aflight.SerializeSchema(arrow.NewSchema(nil, nil), s.mem),
+		TotalRecords:     n,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// updateSchema is the (empty) result schema of an INSERT, once it is
+// checked against its array.
+func (s *Server) updateSchema(ctx context.Context, text string) (*aflight.SchemaResult, error) {
+	if _, err := s.planInsert(ctx, text); err != nil {
+		return nil, flight.Status(err)
+	}
+	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(arrow.NewSchema(nil, nil), s.mem)}, nil
 }
 
 // CreatePreparedStatement plans the statement once to check it and to
@@ -699,6 +792,20 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	h := &handle{SQL: req.GetQuery()}
 	n := countParams(h.SQL)
 	res.Handle = h.encode()
+	if isInsert(h.SQL) {
+		// An update: no result columns (JDBC then runs it with
+		// executeUpdate); the parameters take the types of the columns
+		// they fill.
+		p, err := s.planInsert(ctx, h.SQL)
+		if err != nil {
+			return res, flight.Status(err)
+		}
+		res.DatasetSchema = arrow.NewSchema(nil, nil)
+		res.ParameterSchema = paramSchema(n, s.insertParamSchema(ctx, p, n))
+		t := true
+		res.IsUpdate = &t
+		return res, nil
+	}
 	if n == 0 {
 		c, err := s.compile(ctx, h.SQL, nil)
 		if err != nil {
@@ -708,15 +815,19 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	} else {
 		// Check the syntax now; the result schema may depend on the
 		// parameters' types, so it is given once they are bound.
-		sctx, err := s.newContext(ctx)
-		if err != nil {
-			return res, flight.Status(err)
-		}
-		if _, err := parse(sctx, s.engine, h.SQL); err != nil {
+		if _, _, err := s.parseIn(ctx, h.SQL); err != nil {
 			return res, flight.Status(err)
 		}
 	}
-	types := s.paramTypes(ctx, h.SQL)
+	res.ParameterSchema = paramSchema(n, s.paramTypes(ctx, h.SQL))
+	f := false
+	res.IsUpdate = &f
+	return res, nil
+}
+
+// paramSchema is the parameter schema of n placeholders typed by types
+// (by bind name, v1...); an untyped one is a string.
+func paramSchema(n int, types map[string]arrow.DataType) *arrow.Schema {
 	fields := make([]arrow.Field, n)
 	for i := range fields {
 		t, ok := types["v"+strconv.Itoa(i+1)]
@@ -725,10 +836,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		}
 		fields[i] = arrow.Field{Name: "parameter_" + strconv.Itoa(i+1), Type: t, Nullable: true}
 	}
-	res.ParameterSchema = arrow.NewSchema(fields, nil)
-	f := false
-	res.IsUpdate = &f
-	return res, nil
+	return arrow.NewSchema(fields, nil)
 }
 
 // paramTypes guesses each placeholder's type from what it is compared
@@ -826,7 +934,18 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 	if err != nil {
 		return nil, flight.Status(err)
 	}
-	h.Params = nil
+	if h.Params, err = readParams(rdr); err != nil {
+		return nil, flight.Status(err)
+	}
+	return h.encode(), nil
+}
+
+// maxParamRows bounds the parameter rows bound to one statement.
+const maxParamRows = 10000
+
+// readParams reads the parameter rows of a DoPut (nil when it has none).
+func readParams(rdr aflight.MessageReader) ([][]param, error) {
+	var out [][]param
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		for r := 0; r < int(rec.NumRows()); r++ {
@@ -834,20 +953,20 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 			for c := 0; c < int(rec.NumCols()); c++ {
 				p, err := paramOf(rec.Column(c), r)
 				if err != nil {
-					return nil, flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL parameter %d: %v", c+1, err))
+					return nil, errkind.Errorf(errkind.InvalidArgument, "SQL parameter %d: %v", c+1, err)
 				}
 				row[c] = p
 			}
-			h.Params = append(h.Params, row)
-			if len(h.Params) > 10000 {
-				return nil, flight.Status(errkind.Errorf(errkind.ResourceExhausted, "SQL: more than 10000 parameter rows bound to one statement"))
+			out = append(out, row)
+			if len(out) > maxParamRows {
+				return nil, errkind.Errorf(errkind.ResourceExhausted, "SQL: more than %d parameter rows bound to one statement", maxParamRows)
 			}
 		}
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, flight.Status(errkind.Errorf(errkind.InvalidArgument, "SQL parameters: %v", err))
+		return nil, errkind.Errorf(errkind.InvalidArgument, "SQL parameters: %v", err)
 	}
-	return h.encode(), nil
+	return out, nil
 }
 
 // paramOf renders one bound value as a literal.
@@ -901,6 +1020,9 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, flight.Status(err)
 	}
+	if isInsert(h.SQL) {
+		return s.updateInfo(ctx, h, desc)
+	}
 	return s.statementInfo(ctx, h, desc)
 }
 
@@ -908,6 +1030,9 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, flight.Status(err)
+	}
+	if isInsert(h.SQL) {
+		return s.updateSchema(ctx, h.SQL)
 	}
 	var ps []param
 	if len(h.Params) > 0 {

@@ -129,6 +129,15 @@ def _ingest_targets(data):
         tiledb.Attr("v", dtype=np.int32)]))
 
 
+def _insert_target(uri):
+    """An empty sparse array of pts' columns (pts' schema, a wider domain)."""
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 100000), tile=100, dtype=np.int64),
+                        tiledb.Dim("t", domain=(0.0, 100.0), tile=10.0, dtype=np.float64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, allows_duplicates=False, attrs=[
+        tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("n", dtype=np.int32, nullable=True),
+        tiledb.Attr("val", dtype=np.float64)]))
+
+
 def tiledb_table(uri):
     """The whole array as TileDB reads it (every cell of the non-empty
     domain; nulls from the validity buffers), as an Arrow table."""
@@ -162,6 +171,8 @@ def env(flightd):
         _top(top)
     if not os.path.exists(os.path.join(flightd.data, SCHEMA, "ing_sparse")):
         _ingest_targets(flightd.data)
+    if not os.path.exists(os.path.join(flightd.data, SCHEMA, "ins")):
+        _insert_target(os.path.join(flightd.data, SCHEMA, "ins"))
 
     duck = duckdb.connect()
     duck.execute("CREATE SCHEMA %s" % SCHEMA)
@@ -583,6 +594,7 @@ def test_errors(env):
     assert "position" in str(e), e
     e = _err(conn, "DELETE FROM sqlt.dense2d")
     assert isinstance(e, adbc_driver_manager.NotSupportedError) and "supported" in str(e), e
+    # INSERT writes sparse arrays only: a dense one takes a subarray
     e = _err(conn, "INSERT INTO sqlt.dense2d VALUES (1, 2, 3.0, 4, 5.0)")
     assert isinstance(e, adbc_driver_manager.NotSupportedError) and "adbc_ingest" in str(e), e
     e = _err(conn, "SELECT * FROM sqlt.nosuch")
@@ -678,6 +690,63 @@ def test_ingest_creates_tables(env):
     assert tiledb_table(os.path.join(daemon.data, SCHEMA, "made_r")).to_pydict()["name"] == ["d"]
 
 
+# INSERTs run on flightd (ADBC cursor.execute, rowcount) and on DuckDB in
+# this order, over the same data; the arrays are then compared as TileDB
+# reads them. They read other arrays and the target itself, leave nullable
+# attributes out, and take VALUES with literals and expressions.
+INSERTS = [
+    "INSERT INTO sqlt.ins SELECT k + 1000, t, s, n, val * 2 FROM sqlt.pts WHERE n > 5",
+    "INSERT INTO sqlt.ins (k, t, val, s) SELECT k + 5000, t, val, s FROM sqlt.pts WHERE k < 30",
+    "INSERT INTO sqlt.ins (s, k, t, n, val) SELECT s, MIN(k) + 30000, 0.5, COUNT(*), SUM(val) FROM sqlt.pts GROUP BY s",
+    "INSERT INTO sqlt.ins VALUES (99999, 1.5, 'x', NULL, -2.25), (99998, 2.5, 'y', 7, 0), (99997, 3 * 2, 'z', 1 + 1, 1e3)",
+    "INSERT INTO sqlt.ins SELECT k + 50000, t, s, n, val FROM sqlt.ins WHERE k < 6000",
+    "INSERT INTO sqlt.ins SELECT k + 60000, t, s, n, val FROM sqlt.pts WHERE k > 100000",
+]
+
+
+def _ins_rows(daemon):
+    return _rows(tiledb_table(os.path.join(daemon.data, SCHEMA, "ins")))
+
+
+def test_insert_matches_duckdb(env):
+    conn, duck, daemon = env
+    duck.execute("CREATE TABLE sqlt.ins (k BIGINT, t DOUBLE, s VARCHAR, n INTEGER, val DOUBLE)")
+    cur = conn.cursor()
+    try:
+        for sql in INSERTS:
+            cur.execute(sql)
+            want_n = duck.execute(sql).fetchall()[0][0]
+            assert cur.rowcount == want_n, "%s: %d rows, DuckDB %d" % (sql, cur.rowcount, want_n)
+            assert cur.fetchall() == []
+            got = _ins_rows(daemon)
+            assert_same(got, [tuple(_norm(v) for v in r) for r in duck.execute("SELECT * FROM sqlt.ins").fetchall()],
+                        False, sql)
+        # prepared, several parameter rows: one atomic write (executemany)
+        sql = "INSERT INTO sqlt.ins (k, t, s, val) VALUES (?, ?, ?, ?)"
+        params = [(70000, 1.0, "p", 1.0), (70001, 2.0, "r", 2.5), (70002, 3.0, "q", -1.0)]
+        cur.executemany(sql, params)
+        assert cur.rowcount == 3
+        duck.executemany(sql, params)
+        # SQL sees the new rows at once, TileDB reads them
+        assert run_ours(conn, "SELECT COUNT(*) FROM sqlt.ins WHERE k BETWEEN 70000 AND 70002").column(0).to_pylist() == [3]
+        assert_same(_ins_rows(daemon), [tuple(_norm(v) for v in r) for r in duck.execute("SELECT * FROM sqlt.ins").fetchall()],
+                    False, sql)
+        before = _ins_rows(daemon)
+        # refused, nothing written: a value that does not fit int32 (late in
+        # the rows), a missing non-nullable attribute, a fraction for k
+        for bad, code, word in [
+                ("INSERT INTO sqlt.ins SELECT k + 80000, t, s, CASE WHEN k > 500 THEN 3000000000 ELSE 1 END, val FROM sqlt.pts",
+                 adbc_driver_manager.ProgrammingError, '"n"'),
+                ("INSERT INTO sqlt.ins (k, t, s) VALUES (80000, 1, 'a')", adbc_driver_manager.ProgrammingError, '"val"'),
+                ("INSERT INTO sqlt.ins VALUES (1.5, 1, 'a', 1, 1)", adbc_driver_manager.ProgrammingError, '"k"')]:
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                cur.execute(bad)
+            assert isinstance(e.value, code) and word in str(e.value), (bad, e.value)
+        assert _ins_rows(daemon) == before
+    finally:
+        cur.close()
+
+
 def test_json_protocol_still_served(env):
     import json as _json
     import pyarrow.flight as fl
@@ -713,6 +782,11 @@ def test_jdbc_driver(env, jdbc_jars):
         'SELECT "x", "a" FROM "sqlt"."dense2d" WHERE "y" = 7 ORDER BY "x" LIMIT 2',
         "PREPARED:SELECT k, s FROM sqlt.pts WHERE k < ? ORDER BY k|10",
         "SELEC 1",
+        # INSERTs through executeUpdate, as DBeaver runs them
+        "UPDATE:INSERT INTO sqlt.ins SELECT k + 40000, t, s, n, val FROM sqlt.pts WHERE k < 30",
+        "PREPARED_UPDATE:INSERT INTO sqlt.ins (k, t, s, val) VALUES (?, 1.5, 'j', 2)|90000|90001",
+        "SELECT k, t, s, n, val FROM sqlt.ins WHERE k BETWEEN 40000 AND 40029 OR k IN (90000, 90001) ORDER BY k",
+        "UPDATE:INSERT INTO sqlt.dense2d VALUES (1, 2, 3.0, 4, 5.0)",
     ]
     out = subprocess.run(["java", *JAVA_OPTS, "-cp", os.pathsep.join(jdbc_jars), "JdbcCheck", _jdbc_url(daemon),
                           SCHEMA, "dense2d", *queries], capture_output=True, text=True, timeout=300)
@@ -737,6 +811,11 @@ def test_jdbc_driver(env, jdbc_jars):
     assert facts["query4"].split(";")[0].split("|")[0] == "0" and len(facts["query4"].split(";")) == 2
     assert facts["query5"] == duck_rows("SELECT k, s FROM sqlt.pts WHERE k < 10 ORDER BY k")
     assert facts["query6"].startswith("ERROR") and "position" in facts["query6"], facts["query6"]
+    assert facts["query7"] == "updated 10", facts["query7"]
+    assert facts["query8"] == "updated 2", facts["query8"]
+    want = duck_rows("SELECT k + 40000, t, s, n, val FROM sqlt.pts WHERE k < 30 ORDER BY k")
+    assert facts["query9"] == want + ";90000|1.5|j|NULL|2.0;90001|1.5|j|NULL|2.0", facts["query9"]
+    assert facts["query10"].startswith("ERROR") and "dense" in facts["query10"], facts["query10"]
 
 
 def test_spark_jdbc_source(env, spark):
@@ -772,8 +851,11 @@ def test_tokens(env, flightd_bin):  # noqa: F811
             with pytest.raises(adbc_driver_manager.Error) as e:
                 cur.adbc_ingest("ing_sparse", pa.table({"k": [77], "s": ["x"], "v": [1.0]}), mode="append",
                                 db_schema_name=SCHEMA)
+            with pytest.raises(adbc_driver_manager.Error) as e2:
+                cur.execute("INSERT INTO sqlt.ing_sparse VALUES (77, 'x', 1.0)")
             cur.close()
             assert "read-only" in str(e.value), e.value
+            assert "read-only" in str(e2.value) and "PermissionDenied" in str(e2.value), e2.value
         with adbc_flightsql.connect(d.url, db_kwargs={hdr: "Bearer wtok"}) as c:
             assert run_ours(c, "SELECT count(*) FROM sqlt.pts").column(0).to_pylist() == [200]
 

@@ -58,6 +58,31 @@ public final class JdbcCheck {
       }
       for (int i = 3; i < args.length; i++) {
         String sql = args[i];
+        if (sql.startsWith("UPDATE:")) {
+          // UPDATE:<sql>, run with executeUpdate (an INSERT): "updated N"
+          try (Statement st = c.createStatement()) {
+            out("query" + (i - 3), "updated " + st.executeUpdate(sql.substring(7)));
+          } catch (SQLException e) {
+            out("query" + (i - 3), "ERROR " + e.getMessage().replace('\n', ' '));
+          }
+          continue;
+        }
+        if (sql.startsWith("PREPARED_UPDATE:")) {
+          // PREPARED_UPDATE:<sql>|<int parameter>|<int parameter>...: one
+          // batch row per parameter, as a tool's batch insert sends them
+          String[] parts = sql.substring(16).split("\\|");
+          try (PreparedStatement ps = c.prepareStatement(parts[0])) {
+            int n = 0;
+            for (int p = 1; p < parts.length; p++) {
+              ps.setInt(1, Integer.parseInt(parts[p]));
+              n += ps.executeUpdate();
+            }
+            out("query" + (i - 3), "updated " + n);
+          } catch (SQLException e) {
+            out("query" + (i - 3), "ERROR " + e.getMessage().replace('\n', ' '));
+          }
+          continue;
+        }
         if (sql.startsWith("PREPARED:")) {
           // PREPARED:<sql>|<int parameter>
           String[] parts = sql.substring(9).split("\\|");
