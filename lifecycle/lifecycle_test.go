@@ -721,6 +721,34 @@ func TestSparseOverDeletesEvolved(t *testing.T) {
 	}
 }
 
+// TestSparseWindowBeforeEvolution: a window holding only fragments
+// written before an evolution added a var-sized attribute. TileDB 2.30
+// dies there (an integer division by zero, SIGFPE, averaging the
+// attribute's cell sizes over the fragments that have it: none); ours
+// writes the fill values as for any other fragment lacking it, and reads
+// at every timestamp see what they saw before.
+func TestSparseWindowBeforeEvolution(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	evolvedOverDelete(t, st)
+	at := []uint64{1, 2, 3, 5, 6, 7, 100}
+	want := readAt(t, st, at...)
+	res, err := Consolidate(ctx, st, "a", Fragments, Options{Start: 1, End: 3})
+	if err != nil || len(res.Consolidated) != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Fragments) != 2 || a.Fragments[0].End != 3 || a.Fragments[0].Schema.Name != a.Schema.Name {
+		t.Fatalf("fragments %v", a.Fragments)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, want)
+	}
+}
+
 // An encrypted sparse array consolidated over a delete and then again
 // (per-cell timestamps and delete metadata, encrypted like every other
 // tile) reads as before; without the key nothing happens.
