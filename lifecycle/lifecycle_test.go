@@ -749,6 +749,52 @@ func TestSparseWindowBeforeEvolution(t *testing.T) {
 	}
 }
 
+// TestDeleteOnDroppedAttribute: a delete whose condition names an
+// attribute a later evolution drops. TileDB 2.30 then fails reads at
+// timestamps from the drop on, and consolidations ("Field doesn't
+// exist"); so do we (FailedPrecondition), writing nothing, while reads
+// before the drop still work.
+func TestDeleteOnDroppedAttribute(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	if _, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 4, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Delete(ctx, st, "a", "w > 100", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, st, 3, 5); got != "1 1 ;2 2 ;3 3 ;4 30 ;51 100 ;52 200 ;53 300 ; @3\n @5\n" {
+		t.Fatalf("before the drop: %q", got)
+	}
+	if _, err := writer.EvolveSchema(ctx, st, "a", nil, []string{"w"}, 6, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := func() string {
+		var out []any
+		for _, d := range []string{"a/__fragments", "a/__commits"} {
+			ks, err := st.List(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ks)
+		}
+		return fmt.Sprint(out...)
+	}
+	was := files()
+	for _, ts := range []uint64{6, 100} {
+		_, err := reader.Open(ctx, st, &query.Query{Array: "a", Limit: -1, Timestamp: &query.Timestamp{End: ts}}, reader.Options{})
+		if !errors.Is(err, errkind.FailedPrecondition) || !strings.Contains(err.Error(), `field "w"`) {
+			t.Errorf("read at %d: %v, want FailedPrecondition naming w", ts, err)
+		}
+	}
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); !errors.Is(err, errkind.FailedPrecondition) {
+		t.Errorf("consolidation: %v, want FailedPrecondition", err)
+	}
+	if got := readAt(t, st, 3, 5); got != "1 1 ;2 2 ;3 3 ;4 30 ;51 100 ;52 200 ;53 300 ; @3\n @5\n" || files() != was {
+		t.Fatalf("after the refused consolidation: %q", got)
+	}
+}
+
 // An encrypted sparse array consolidated over a delete and then again
 // (per-cell timestamps and delete metadata, encrypted like every other
 // tile) reads as before; without the key nothing happens.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"path"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,10 +14,8 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
-	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
@@ -72,25 +69,11 @@ func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond
 		return nil, nil
 	}
 	var out []delCond
-	for _, cc := range a.View.Conditions {
-		if cc.Update {
-			return nil, errkind.Errorf(errkind.Unimplemented, "array %s: update commit %s: updates are not supported", a.Dir, cc.Path)
-		}
-		file := cc.Tile
-		if file == nil {
-			b, err := a.Store.Get(ctx, path.Join(a.Dir, cc.Container))
-			if err != nil {
-				return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
-			}
-			file = b
-		}
-		var u gentile.Unfilterer
-		if len(key) > 0 {
-			u = filters.GenericTileCodec{EncryptionKey: key}
-		}
-		n, err := commits.DecodeDeleteWith(file, u)
+	for i := range a.View.Conditions {
+		cc := &a.View.Conditions[i]
+		n, err := sparse.LoadDeleteCommit(ctx, a, cc, key)
 		if err != nil {
-			return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
+			return nil, err
 		}
 		out = append(out, delCond{keep: n, ts: cc.Timestamp, marker: cc.Path})
 	}

@@ -1000,6 +1000,46 @@ def _project(rows, keep):
     return sorted(tuple(p for p in r if p[0] in keep) for r in rows)
 
 
+def test_delete_on_dropped_attribute_fails_as_tiledb(small):
+    """A delete on an attribute a later evolution drops: TileDB 2.30 fails
+    reads from the drop on and consolidations ("Field doesn't exist"); so
+    do we (FAILED_PRECONDITION), on our array and on TileDB's, leaving the
+    same files; reads before the drop agree."""
+    c = small.client()
+    ours, theirs = "spevo/dropdel-ours", "spevo/dropdel-theirs"
+    a, b = os.path.join(small.data, ours), os.path.join(small.data, theirs)
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 100), tile=10, dtype=np.int64))
+    tiledb.Array.create(a, tiledb.ArraySchema(domain=dom, sparse=True, capacity=4, attrs=[
+        tiledb.Attr("v", dtype=np.float64), tiledb.Attr("x", dtype=np.int32)]))
+    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(a, "__schema")) if f != "__enumerations")
+    time.sleep(max(0.0, (t0 + 50) / 1000 - time.time()))
+    with tiledb.open(a, "w", timestamp=t0 + 1) as A:
+        A[[1, 2, 3]] = {"v": [1.0, 2.0, 3.0], "x": [10, 20, 30]}
+    with tiledb.open(a, "w", timestamp=t0 + 3) as A:
+        A[[4, 5]] = {"v": [4.0, 5.0], "x": [40, 50]}
+    shutil.copytree(a, b)
+    action(c, "delete", {"array": ours, "filter": "x > 15", "timestamp": t0 + 2})
+    with tiledb.open(b, "d", timestamp=t0 + 2) as B:
+        B.query(cond="x > 15").submit()
+    action(c, "evolve_schema", {"array": ours, "timestamp": t0 + 4, "drop_attributes": ["x"]})
+    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    se.drop_attribute("x")
+    se.timestamp(t0 + 4)
+    se.array_evolve(b)
+    assert file_tree(a) == file_tree(b)
+    for x in (1, 2, 3):
+        assert _tdb_rows(a, t0 + x) == _tdb_rows(b, t0 + x) == _our_rows(c, ours, t0 + x) == _our_rows(c, theirs, t0 + x), x
+    for u, name in ((a, ours), (b, theirs)):
+        for ts in (t0 + 4, None):
+            with pytest.raises(tiledb.TileDBError, match="Field doesn't exist"):
+                _tdb_rows(u, ts)
+            expect_code("FAILED_PRECONDITION", read, c, array=name, **({} if ts is None else {"timestamp": ts}))
+    with pytest.raises(tiledb.TileDBError, match="Field doesn't exist"):
+        tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
+    expect_code("FAILED_PRECONDITION", action, c, "consolidate", {"array": ours, "mode": "fragments"})
+    assert file_tree(a) == file_tree(b)
+
+
 ENUM_DELETES = ["c > 'green'", "not (c == 'red')", "c in ['red', 'nope'] or v > 4",
                 "u != 2.5", "u in [1.5, 7.0]", "c <= 'green' and u == 7.0"]
 ENUM_DELETES_REFUSED = ["c != 'nope'", "c < 'nope'", "u == 3.0", "u != 3.0"]
