@@ -82,8 +82,10 @@ func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond
 }
 
 // needsGeneral says whether the fragments picked for a sparse
-// consolidation need the general path: a delete commit in the array, or
-// an input that is itself a consolidation.
+// consolidation need the general path: a delete commit in the array, an
+// input that is itself a consolidation, or one written before a schema
+// evolution added an attribute (a read at its timestamp would not have
+// the attribute at all).
 func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 	if all.View != nil && len(all.View.Conditions) > 0 {
 		return true
@@ -92,6 +94,11 @@ func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 		ft := f.Meta.Footer()
 		if f.Start != f.End || ft.HasTimestamps || ft.HasDeleteMeta {
 			return true
+		}
+		for _, a := range all.Schema.Attributes {
+			if !tileio.HasField(f, a.Name) {
+				return true
+			}
 		}
 	}
 	return false
