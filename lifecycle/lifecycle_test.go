@@ -250,17 +250,24 @@ func TestFailEveryStep(t *testing.T) {
 // fragments written before.
 func evolvedOverDelete(t *testing.T, st storage.Store) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := Delete(ctx, st, "a", "v > 100", 5, nil); err != nil {
+	if _, err := Delete(context.Background(), st, "a", "v > 100", 5, nil); err != nil {
 		t.Fatal(err)
 	}
+	evolveAndWrite(t, st, 6)
+}
+
+// evolveAndWrite adds a fixed and a nullable var-sized attribute to
+// build's sparse array at ts, and writes x = 2, 7 with them at ts+1.
+func evolveAndWrite(t *testing.T, st storage.Store, ts uint64) {
+	t.Helper()
+	ctx := context.Background()
 	s, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`),
-		json.RawMessage(`{"name": "s", "type": "string_utf8", "cell_val_num": "var", "nullable": true}`)}, nil, 6, writer.ArrayOptions{})
+		json.RawMessage(`{"name": "s", "type": "string_utf8", "cell_val_num": "var", "nullable": true}`)}, nil, ts, writer.ArrayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(2, 7)}, "v": {Data: i64s(-2, -7)},
-		"w": {Data: i32s(2, 1)}, "s": {Data: []byte("ab"), Offsets: i64s(0, 1), Validity: []byte{1, 1}}}, writer.Options{Timestamp: 7}); err != nil {
+		"w": {Data: i32s(2, 1)}, "s": {Data: []byte("ab"), Offsets: i64s(0, 1), Validity: []byte{0, 1}}}, writer.Options{Timestamp: ts + 1}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -728,15 +735,7 @@ func TestSparseOverDeletesEvolved(t *testing.T) {
 func TestSparseEvolvedNoDeletes(t *testing.T) {
 	ctx := context.Background()
 	st := build(t, sparseJSON)
-	s, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`),
-		json.RawMessage(`{"name": "s", "type": "string_utf8", "cell_val_num": "var", "nullable": true}`)}, nil, 4, writer.ArrayOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(2, 7)}, "v": {Data: i64s(-2, -7)},
-		"w": {Data: i32s(2, 1)}, "s": {Data: []byte("ab"), Offsets: i64s(0, 1), Validity: []byte{0, 1}}}, writer.Options{Timestamp: 5}); err != nil {
-		t.Fatal(err)
-	}
+	evolveAndWrite(t, st, 4)
 	at := []uint64{1, 2, 3, 4, 5, 6}
 	want := readAt(t, st, at...)
 	res, err := Consolidate(ctx, st, "a", Fragments, Options{})

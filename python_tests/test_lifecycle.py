@@ -936,6 +936,35 @@ def _our_rows(c, name, ts):
     return _rows({n: t.column(n).to_pylist() for n in t.column_names})
 
 
+def _after_creation(uri, ahead_ms=100):
+    """The array's creation timestamp, once the clock is ahead_ms past it.
+    Tests stamp their writes and evolutions just after it, in the past:
+    TileDB orders schema files by name, so evolutions at small timestamps
+    would not be the latest, and its consolidation's defaults are about
+    the present."""
+    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(uri, "__schema")) if f != "__enumerations")
+    time.sleep(max(0.0, (t0 + ahead_ms) / 1000 - time.time()))
+    return t0
+
+
+def _evolve_both(c, ours, theirs_uri, ts, adds=(), drops=()):
+    """The same schema evolution through our action and TileDB's
+    ArraySchemaEvolution; adds are (tiledb.Attr, our JSON) pairs."""
+    body = {"array": ours, "timestamp": ts}
+    if adds:
+        body["add_attributes"] = [j for _, j in adds]
+    if drops:
+        body["drop_attributes"] = list(drops)
+    action(c, "evolve_schema", body)
+    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    for at, _ in adds:
+        se.add_attribute(at)
+    for d in drops:
+        se.drop_attribute(d)
+    se.timestamp(ts)
+    se.array_evolve(theirs_uri)
+
+
 @pytest.mark.parametrize("seed,dups,window", [(2, False, False), (5, True, False), (6, False, True)])
 def test_sparse_consolidation_evolved_matches_tiledb(small, seed, dups, window):
     """Histories of writes, deletes (on attributes of the first schema and
@@ -961,11 +990,7 @@ def test_sparse_consolidation_evolved_matches_tiledb(small, seed, dups, window):
     tiledb.Array.create(a, sch)
     shutil.copytree(a, b)
     attrs, added, t = ["v", "s", "x"], [None], 0
-    # Timestamps just after the creation's, in the past: TileDB orders
-    # schema files by name, so evolutions at small timestamps would not be
-    # the latest, and its consolidation's defaults are about the present.
-    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(a, "__schema")) if f != "__enumerations")
-    time.sleep(max(0.0, (t0 + 100) / 1000 - time.time()))
+    t0 = _after_creation(a)
     ranges = lambda u: [f.timestamp_range for f in tiledb.array_fragments(u)]  # noqa: E731
 
     def write():
@@ -1000,17 +1025,10 @@ def test_sparse_consolidation_evolved_matches_tiledb(small, seed, dups, window):
 
     def evolve(i):
         adds = EVOLUTIONS[i]
-        body = {"array": ours, "timestamp": t0 + t, "add_attributes": [j for _, j in adds]}
-        se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
-        for at, _ in adds:
-            se.add_attribute(at)
-        if i == 0:
-            body["drop_attributes"] = ["x"]
-            se.drop_attribute("x")
-            attrs.remove("x")
-        se.timestamp(t0 + t)
-        se.array_evolve(b)
-        action(c, "evolve_schema", body)
+        drops = ["x"] if i == 0 else []
+        _evolve_both(c, ours, b, t0 + t, adds, drops)
+        for d in drops:
+            attrs.remove(d)
         attrs.extend(j["name"] for _, j in adds)
         added.extend(j["name"] for _, j in adds)
         assert file_tree(a) == file_tree(b)
@@ -1084,20 +1102,12 @@ def test_sparse_consolidation_evolved_no_deletes_matches_tiledb(small, dups):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 1000), tile=10, dtype=np.int64))
     tiledb.Array.create(a, tiledb.ArraySchema(domain=dom, sparse=True, allows_duplicates=dups, capacity=3, attrs=[
         tiledb.Attr("v", dtype=np.float64), tiledb.Attr("x", dtype=np.int32)]))
-    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(a, "__schema")) if f != "__enumerations")
-    time.sleep(max(0.0, (t0 + 50) / 1000 - time.time()))
+    t0 = _after_creation(a)
     for t in (1, 2):
         with tiledb.open(a, "w", timestamp=t0 + t) as A:
             A[[1, 2, 3 * t, 10 + t]] = {"v": [1.0 * t, 2.0 * t, 3.0 * t, 4.0 * t], "x": [t, t, t, t]}
     shutil.copytree(a, b)
-    action(c, "evolve_schema", {"array": ours, "timestamp": t0 + 3, "drop_attributes": ["x"],
-                                "add_attributes": [j for _, j in EVOLUTIONS[0]]})
-    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
-    for at, _ in EVOLUTIONS[0]:
-        se.add_attribute(at)
-    se.drop_attribute("x")
-    se.timestamp(t0 + 3)
-    se.array_evolve(b)
+    _evolve_both(c, ours, b, t0 + 3, EVOLUTIONS[0], ["x"])
     for u in (a, b):
         with tiledb.open(u, "w", timestamp=t0 + 4) as A:
             A[[2, 20]] = {"v": [-2.0, -20.0], "w": np.array([2, 20], dtype=np.int32),
@@ -1132,20 +1142,12 @@ def test_dense_consolidation_evolved_matches_tiledb(small):
                         tiledb.Dim("c", domain=(0, 5), tile=3, dtype=np.int64))
     tiledb.Array.create(a, tiledb.ArraySchema(domain=dom, sparse=False, attrs=[
         tiledb.Attr("v", dtype=np.float64), tiledb.Attr("x", dtype=np.int32)]))
-    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(a, "__schema")) if f != "__enumerations")
-    time.sleep(max(0.0, (t0 + 50) / 1000 - time.time()))
+    t0 = _after_creation(a)
     for t, r0 in ((1, 0), (2, 2)):
         with tiledb.open(a, "w", timestamp=t0 + t) as A:
             A[r0:r0 + 4, 0:6] = {"v": np.full((4, 6), 1.0 * t), "x": np.full((4, 6), t, dtype=np.int32)}
     shutil.copytree(a, b)
-    action(c, "evolve_schema", {"array": ours, "timestamp": t0 + 3, "drop_attributes": ["x"],
-                                "add_attributes": [j for _, j in EVOLUTIONS[0]]})
-    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
-    for at, _ in EVOLUTIONS[0]:
-        se.add_attribute(at)
-    se.drop_attribute("x")
-    se.timestamp(t0 + 3)
-    se.array_evolve(b)
+    _evolve_both(c, ours, b, t0 + 3, EVOLUTIONS[0], ["x"])
     for u in (a, b):
         with tiledb.open(u, "w", timestamp=t0 + 4) as A:
             A[4:8, 0:6] = {"v": np.full((4, 6), -4.0), "w": np.arange(24, dtype=np.int32).reshape(4, 6),
@@ -1182,8 +1184,7 @@ def test_delete_on_dropped_attribute_fails_as_tiledb(small):
     dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 100), tile=10, dtype=np.int64))
     tiledb.Array.create(a, tiledb.ArraySchema(domain=dom, sparse=True, capacity=4, attrs=[
         tiledb.Attr("v", dtype=np.float64), tiledb.Attr("x", dtype=np.int32)]))
-    t0 = max(int(f.split("_")[2]) for f in os.listdir(os.path.join(a, "__schema")) if f != "__enumerations")
-    time.sleep(max(0.0, (t0 + 50) / 1000 - time.time()))
+    t0 = _after_creation(a)
     with tiledb.open(a, "w", timestamp=t0 + 1) as A:
         A[[1, 2, 3]] = {"v": [1.0, 2.0, 3.0], "x": [10, 20, 30]}
     with tiledb.open(a, "w", timestamp=t0 + 3) as A:
@@ -1192,11 +1193,7 @@ def test_delete_on_dropped_attribute_fails_as_tiledb(small):
     action(c, "delete", {"array": ours, "filter": "x > 15", "timestamp": t0 + 2})
     with tiledb.open(b, "d", timestamp=t0 + 2) as B:
         B.query(cond="x > 15").submit()
-    action(c, "evolve_schema", {"array": ours, "timestamp": t0 + 4, "drop_attributes": ["x"]})
-    se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
-    se.drop_attribute("x")
-    se.timestamp(t0 + 4)
-    se.array_evolve(b)
+    _evolve_both(c, ours, b, t0 + 4, drops=["x"])
     assert file_tree(a) == file_tree(b)
     for x in (1, 2, 3):
         assert _tdb_rows(a, t0 + x) == _tdb_rows(b, t0 + x) == _our_rows(c, ours, t0 + x) == _our_rows(c, theirs, t0 + x), x
