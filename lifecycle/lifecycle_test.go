@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -171,14 +172,20 @@ func TestFailEveryStep(t *testing.T) {
 	type run struct {
 		m  Mode
 		js string
+		// then adds to build's history.
+		then func(*testing.T, storage.Store)
 	}
-	runs := []run{{Commits, denseJSON}, {FragmentMeta, denseJSON}, {ArrayMeta, denseJSON}, {Fragments, denseJSON}, {Fragments, sparseJSON}}
+	runs := []run{{Commits, denseJSON, nil}, {FragmentMeta, denseJSON, nil}, {ArrayMeta, denseJSON, nil}, {Fragments, denseJSON, nil},
+		{Fragments, sparseJSON, nil}, {Fragments, sparseJSON, evolvedOverDelete}}
 	for _, r := range runs {
 		m := r.m
 		for _, stage := range []string{"consolidate", "vacuum"} {
 			for _, late := range []bool{false, true} {
 				for i := int64(0); ; i++ {
 					st := build(t, r.js)
+					if r.then != nil {
+						r.then(t, st)
+					}
 					want := view(t, st)
 					if stage == "vacuum" {
 						if _, err := Consolidate(ctx, st, "a", m, Options{}); err != nil {
@@ -233,6 +240,35 @@ func TestFailEveryStep(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// evolvedOverDelete adds to build's sparse history a delete, a schema
+// evolution adding a fixed and a nullable var-sized attribute, and a
+// write of them: its consolidation takes the general path
+// (consolidateSparseGeneral) and fills the added attributes for the
+// fragments written before.
+func evolvedOverDelete(t *testing.T, st storage.Store) {
+	t.Helper()
+	if _, err := Delete(context.Background(), st, "a", "v > 100", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	evolveAndWrite(t, st, 6)
+}
+
+// evolveAndWrite adds a fixed and a nullable var-sized attribute to
+// build's sparse array at ts, and writes x = 2, 7 with them at ts+1.
+func evolveAndWrite(t *testing.T, st storage.Store, ts uint64) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`),
+		json.RawMessage(`{"name": "s", "type": "string_utf8", "cell_val_num": "var", "nullable": true}`)}, nil, ts, writer.ArrayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(2, 7)}, "v": {Data: i64s(-2, -7)},
+		"w": {Data: i32s(2, 1)}, "s": {Data: []byte("ab"), Offsets: i64s(0, 1), Validity: []byte{0, 1}}}, writer.Options{Timestamp: ts + 1}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -569,20 +605,204 @@ func leftovers(t *testing.T, st storage.Store) string {
 	return strings.Join(out, ", ")
 }
 
-// What the general sparse consolidation does not do is refused before
-// anything is written: over a delete, a fragment written before a schema
-// evolution added an attribute (TileDB would fill it in).
-func TestSparseOverDeletesEvolvedRefused(t *testing.T) {
+// TestSparseOverDeletesEvolved: a sparse consolidation over deletes of
+// fragments written before schema evolutions (an attribute dropped;
+// fixed, nullable and var-sized ones added, one with a fill value) writes
+// one fragment in the latest schema, the missing attributes' cells holding
+// the fill value (null for the nullable one), as TileDB 2.30 does
+// (python_tests/test_lifecycle.py test_sparse_consolidation_evolved_*
+// compares the files and reads with TileDB's); reads at every timestamp
+// see what they saw before (a delete on an added attribute removed the
+// older cells, which lack it), and so after a vacuum and a second
+// consolidation over the first.
+func TestSparseOverDeletesEvolved(t *testing.T) {
 	ctx := context.Background()
-	st := build(t, sparseJSON)
+	st := storage.NewMem()
+	s0, err := schema.FromJSON([]byte(`{"type": "sparse", "capacity": 4,
+	  "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 10}],
+	  "attributes": [{"name": "v", "type": "int64"}, {"name": "old", "type": "int32"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, st, "a", s0); err != nil {
+		t.Fatal(err)
+	}
+	if s0, err = writer.LoadSchema(ctx, st, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// As build's: x = k, k+1, 50+k and v = k, 10k, 100k at k = 1, 2, 3.
+	for k := int64(1); k <= 3; k++ {
+		cols := map[string]writer.Column{"x": {Data: i64s(k, k+1, 50+k)}, "v": {Data: i64s(k, 10*k, 100*k)}, "old": {Data: i32s(3, int32(10*k))}}
+		if _, err := writer.WriteSparse(ctx, st, "a", s0, cols, writer.Options{Timestamp: uint64(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := Delete(ctx, st, "a", "v > 100", 5, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 6, writer.ArrayOptions{}); err != nil {
+	add := []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`),
+		json.RawMessage(`{"name": "n", "type": "float32", "nullable": true}`),
+		json.RawMessage(`{"name": "s", "type": "string_utf8", "cell_val_num": "var"}`),
+		json.RawMessage(`{"name": "f", "type": "int16", "fill": 7}`)}
+	s, err := writer.EvolveSchema(ctx, st, "a", add, []string{"old"}, 6, writer.ArrayOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := view(t, st)
-	keys := func() string {
+	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(1, 60)}, "v": {Data: i64s(-1, -60)},
+		"w": {Data: i32s(2, 5)}, "n": {Data: []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}, Validity: []byte{1, 0}},
+		"s": {Data: []byte("abc"), Offsets: i64s(0, 1)}, "f": {Data: []byte{1, 0, 2, 0}}}, writer.Options{Timestamp: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Delete(ctx, st, "a", "w < 6", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	at := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	want := readAt(t, st, at...)
+	// The consolidated fragment lacks the dropped attribute: reads before
+	// the evolution see its fill value there, as TileDB's do.
+	lines := strings.Split(want, "\n")
+	for i := range 5 { // the reads @1 to @5; "x v old ;" per cell
+		lines[i] = regexp.MustCompile(`(-?\d+ -?\d+ )-?\d+ ;`).ReplaceAllString(lines[i], "${1}-2147483648 ;")
+	}
+	want = strings.Join(lines, "\n")
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Fragments) != 1 || a.Fragments[0].Start != 1 || a.Fragments[0].End != 7 {
+		t.Fatalf("fragments %v", a.Fragments)
+	}
+	f := a.Fragments[0]
+	if f.Schema.Name != s.Name || !f.Meta.Footer().HasDeleteMeta {
+		t.Fatalf("consolidated fragment: schema %s (want the latest, %s), delete metadata %v", f.Schema.Name, s.Name, f.Meta.Footer().HasDeleteMeta)
+	}
+	// The stored cells: the 9 written at 1-3 hold the fill values.
+	l := tileio.NewLoader(a, tileio.Options{})
+	var cells []string
+	ntiles, _ := f.Meta.TileNum()
+	for tile := uint64(0); tile < ntiles; tile++ {
+		get := func(name string) *tileio.Tile {
+			tl, err := l.Load(ctx, f, name, tile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(tl.Release)
+			return tl
+		}
+		x, ts, w, n, str, fv := get("x"), get(tileio.FieldTimestamps), get("w"), get("n"), get("s"), get("f")
+		for i := 0; i < len(x.Data)/8; i++ {
+			cells = append(cells, fmt.Sprintf("%d@%d:%d,%v,%q,%d", int64(binary.LittleEndian.Uint64(x.Data[8*i:])), binary.LittleEndian.Uint64(ts.Data[8*i:]),
+				int32(binary.LittleEndian.Uint32(w.Data[4*i:])), n.Validity[i], str.Data[str.Offset(i):str.Offset(i+1)], int16(binary.LittleEndian.Uint16(fv.Data[2*i:]))))
+		}
+	}
+	if got := strings.Join(cells, " "); got != `1@7:5,1,"a",1 1@1:-2147483648,0,"\x00",7 2@2:-2147483648,0,"\x00",7 2@1:-2147483648,0,"\x00",7 `+
+		`3@3:-2147483648,0,"\x00",7 3@2:-2147483648,0,"\x00",7 4@3:-2147483648,0,"\x00",7 `+
+		`51@1:-2147483648,0,"\x00",7 52@2:-2147483648,0,"\x00",7 53@3:-2147483648,0,"\x00",7 60@7:6,0,"bc",2` {
+		t.Fatalf("stored cells (x@timestamp:w,n valid,s,f):\n%s", got)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := Vacuum(ctx, st, "a", Fragments, VacuumOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after vacuum:\n%s\nwant\n%s", got, want)
+	}
+	// Once more over the consolidated fragment and a newer write.
+	if _, err := writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(2)}, "v": {Data: i64s(-2)},
+		"w": {Data: i32s(1, 9)}, "n": {Data: []byte{0, 0, 0, 0}, Validity: []byte{1}},
+		"s": {Data: []byte("z"), Offsets: i64s(0)}, "f": {Data: []byte{3, 0}}}, writer.Options{Timestamp: 10}); err != nil {
+		t.Fatal(err)
+	}
+	at = append(at, 10, 11)
+	want = readAt(t, st, at...)
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after the second consolidation:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestSparseEvolvedNoDeletes: without deletes or earlier consolidations,
+// fragments written before an evolution added attributes still take the
+// general path (a read at their timestamp has no such column: this
+// failed with InvalidArgument "no column"), filled in as TileDB's.
+func TestSparseEvolvedNoDeletes(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	evolveAndWrite(t, st, 4)
+	at := []uint64{1, 2, 3, 4, 5, 6}
+	want := readAt(t, st, at...)
+	res, err := Consolidate(ctx, st, "a", Fragments, Options{})
+	if err != nil || len(res.Consolidated) != 4 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, want)
+	}
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ft := a.Fragments[0].Meta.Footer(); len(a.Fragments) != 1 || !ft.HasTimestamps || ft.HasDeleteMeta {
+		t.Fatalf("fragments %v", a.Fragments)
+	}
+}
+
+// TestSparseWindowBeforeEvolution: a window holding only fragments
+// written before an evolution added a var-sized attribute. TileDB 2.30
+// dies there (an integer division by zero, SIGFPE, averaging the
+// attribute's cell sizes over the fragments that have it: none); ours
+// writes the fill values as for any other fragment lacking it, and reads
+// at every timestamp see what they saw before.
+func TestSparseWindowBeforeEvolution(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	evolvedOverDelete(t, st)
+	at := []uint64{1, 2, 3, 5, 6, 7, 100}
+	want := readAt(t, st, at...)
+	res, err := Consolidate(ctx, st, "a", Fragments, Options{Start: 1, End: 3})
+	if err != nil || len(res.Consolidated) != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Fragments) != 2 || a.Fragments[0].End != 3 || a.Fragments[0].Schema.Name != a.Schema.Name {
+		t.Fatalf("fragments %v", a.Fragments)
+	}
+	if got := readAt(t, st, at...); got != want {
+		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDeleteOnDroppedAttribute: a delete whose condition names an
+// attribute a later evolution drops. TileDB 2.30 then fails reads at
+// timestamps from the drop on, and consolidations ("Field doesn't
+// exist"); so do we (FailedPrecondition), writing nothing, while reads
+// before the drop still work.
+func TestDeleteOnDroppedAttribute(t *testing.T) {
+	ctx := context.Background()
+	st := build(t, sparseJSON)
+	if _, err := writer.EvolveSchema(ctx, st, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 4, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Delete(ctx, st, "a", "w > 100", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, st, 3, 5); got != "1 1 ;2 2 ;3 3 ;4 30 ;51 100 ;52 200 ;53 300 ; @3\n @5\n" {
+		t.Fatalf("before the drop: %q", got)
+	}
+	if _, err := writer.EvolveSchema(ctx, st, "a", nil, []string{"w"}, 6, writer.ArrayOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := func() string {
 		var out []any
 		for _, d := range []string{"a/__fragments", "a/__commits"} {
 			ks, err := st.List(ctx, d)
@@ -593,13 +813,18 @@ func TestSparseOverDeletesEvolvedRefused(t *testing.T) {
 		}
 		return fmt.Sprint(out...)
 	}
-	files := keys()
-	_, err := Consolidate(ctx, st, "a", Fragments, Options{})
-	if !errors.Is(err, errkind.Unimplemented) || !strings.Contains(err.Error(), `no attribute "w"`) {
-		t.Fatalf("consolidation over a delete and an evolved schema: %v, want Unimplemented", err)
+	was := files()
+	for _, ts := range []uint64{6, 100} {
+		_, err := reader.Open(ctx, st, &query.Query{Array: "a", Limit: -1, Timestamp: &query.Timestamp{End: ts}}, reader.Options{})
+		if !errors.Is(err, errkind.FailedPrecondition) || !strings.Contains(err.Error(), `field "w"`) {
+			t.Errorf("read at %d: %v, want FailedPrecondition naming w", ts, err)
+		}
 	}
-	if view(t, st) != want || keys() != files {
-		t.Fatal("a refused consolidation changed the array")
+	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); !errors.Is(err, errkind.FailedPrecondition) {
+		t.Errorf("consolidation: %v, want FailedPrecondition", err)
+	}
+	if got := readAt(t, st, 3, 5); got != "1 1 ;2 2 ;3 3 ;4 30 ;51 100 ;52 200 ;53 300 ; @3\n @5\n" || files() != was {
+		t.Fatalf("after the refused consolidation: %q", got)
 	}
 }
 

@@ -27,9 +27,10 @@ import (
 //
 // The cells written at time t are read as a read of [t, t] sees them when
 // every fragment the window touches was written at one timestamp (not
-// itself a consolidation) and the array holds no delete commits; otherwise
-// consolidateSparseGeneral copies the stored cells with their timestamps
-// and delete metadata (sparsedel.go).
+// itself a consolidation) with every attribute of the latest schema, and
+// the array holds no delete commits; otherwise consolidateSparseGeneral
+// copies the stored cells with their timestamps and delete metadata
+// (sparsedel.go).
 func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *array.Array, opt Options, end uint64) (*Result, error) {
 	s := all.Schema
 	var picked, touched []*array.Fragment

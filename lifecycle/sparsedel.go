@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"path"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,10 +14,8 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
-	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
@@ -48,6 +45,15 @@ import (
 // range holds the commit) the cell is not newer than the commit: exactly
 // the rule of TileDB's reader, so readers at every timestamp see what
 // they saw before.
+//
+// The new fragment is written in the latest schema, as TileDB's (its
+// consolidator opens the array for reads and writes at the latest
+// schema): an attribute a fragment lacks (added by a schema evolution
+// after it was written) gets the latest schema's fill value in every cell
+// of that fragment, null where the attribute is nullable with an invalid
+// fill, as TileDB's reader fills it; an attribute a schema evolution
+// dropped is not copied, so reads at timestamps before the evolution see
+// its fill value afterwards, in TileDB as here.
 
 // delCond is one delete commit as a consolidation applies it.
 type delCond struct {
@@ -63,25 +69,11 @@ func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond
 		return nil, nil
 	}
 	var out []delCond
-	for _, cc := range a.View.Conditions {
-		if cc.Update {
-			return nil, errkind.Errorf(errkind.Unimplemented, "array %s: update commit %s: updates are not supported", a.Dir, cc.Path)
-		}
-		file := cc.Tile
-		if file == nil {
-			b, err := a.Store.Get(ctx, path.Join(a.Dir, cc.Container))
-			if err != nil {
-				return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
-			}
-			file = b
-		}
-		var u gentile.Unfilterer
-		if len(key) > 0 {
-			u = filters.GenericTileCodec{EncryptionKey: key}
-		}
-		n, err := commits.DecodeDeleteWith(file, u)
+	for i := range a.View.Conditions {
+		cc := &a.View.Conditions[i]
+		n, err := sparse.LoadDeleteCommit(ctx, a, cc, key)
 		if err != nil {
-			return nil, errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
+			return nil, err
 		}
 		out = append(out, delCond{keep: n, ts: cc.Timestamp, marker: cc.Path})
 	}
@@ -90,8 +82,10 @@ func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond
 }
 
 // needsGeneral says whether the fragments picked for a sparse
-// consolidation need the general path: a delete commit in the array, or
-// an input that is itself a consolidation.
+// consolidation need the general path: a delete commit in the array, an
+// input that is itself a consolidation, or one written before a schema
+// evolution added an attribute (a read at its timestamp would not have
+// the attribute at all).
 func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 	if all.View != nil && len(all.View.Conditions) > 0 {
 		return true
@@ -100,6 +94,11 @@ func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 		ft := f.Meta.Footer()
 		if f.Start != f.End || ft.HasTimestamps || ft.HasDeleteMeta {
 			return true
+		}
+		for _, a := range all.Schema.Attributes {
+			if !tileio.HasField(f, a.Name) {
+				return true
+			}
 		}
 	}
 	return false
@@ -124,11 +123,6 @@ func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string,
 		withDel = withDel || f.Meta.Footer().HasDeleteMeta
 		if f.Meta.Footer().Dense {
 			return nil, errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: dense fragment in a sparse array", dir, f.Name)
-		}
-		for _, a := range s.Attributes {
-			if !tileio.HasField(f, a.Name) {
-				return nil, errkind.Errorf(errkind.Unimplemented, "array %s: fragment %s has no attribute %q (added by a schema evolution): consolidating it with per-cell timestamps or deletes is not implemented; consolidate with TileDB", dir, f.Name, a.Name)
-			}
 		}
 	}
 	processed := make([]string, len(conds))
@@ -263,18 +257,30 @@ func copyFragment(ctx context.Context, l *tileio.Loader, all *array.Array, f *ar
 				}
 			}()
 			for _, fd := range fields {
-				tl, err := load(fd.Name)
-				if err != nil {
-					return err
-				}
-				var offs []byte
-				if fd.IsVar() {
-					if len(tl.Offsets) < 8*n {
-						return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: field %q: tile %d: %d offsets for %d cells", all.Dir, f.Name, fd.Name, t, len(tl.Offsets)/8, n)
+				var data, offs, validity []byte
+				if tileio.HasField(f, fd.Name) {
+					tl, err := load(fd.Name)
+					if err != nil {
+						return err
 					}
-					offs = tl.Offsets[:8*n]
+					data, validity = tl.Data, tl.Validity
+					if fd.IsVar() {
+						if len(tl.Offsets) < 8*n {
+							return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: field %q: tile %d: %d offsets for %d cells", all.Dir, f.Name, fd.Name, t, len(tl.Offsets)/8, n)
+						}
+						offs = tl.Offsets[:8*n]
+					}
+				} else {
+					// Written before a schema evolution added the
+					// attribute: TileDB's consolidation reads (and so
+					// writes) the latest schema's fill value.
+					ft, err := sparse.FillTile(all.Schema, fd, n)
+					if err != nil {
+						return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: fragment %s: tile %d: %w", all.Dir, f.Name, t, err))
+					}
+					data, offs, validity = ft.Data, ft.Offsets, ft.Validity
 				}
-				c, err := arrowconv.NewColumn(fd, tl.Data, offs, tl.Validity, n)
+				c, err := arrowconv.NewColumn(fd, data, offs, validity, n)
 				if err != nil {
 					return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: fragment %s: field %q: tile %d: %w", all.Dir, f.Name, fd.Name, t, err))
 				}

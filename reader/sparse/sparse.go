@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tileflight/tileflight/format/hilbert"
 	"io"
 	"math"
 	"path"
@@ -30,6 +29,7 @@ import (
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/gentile"
+	"github.com/tileflight/tileflight/format/hilbert"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/eval"
@@ -320,26 +320,46 @@ func (r *Reader) loadConditions(ctx context.Context) error {
 	if a.View == nil {
 		return nil
 	}
-	for _, cc := range a.View.Conditions {
-		if cc.Update {
-			return errkind.Errorf(errkind.Unimplemented, "array %s: update commit %s: updates are not supported", a.Dir, cc.Path)
-		}
-		file := cc.Tile
-		if file == nil {
-			b, err := a.Store.Get(ctx, path.Join(a.Dir, cc.Container))
-			if err != nil {
-				return dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
-			}
-			file = b
-		}
-		n, err := commits.DecodeDeleteWith(file, deleteCodec(r.loader.EncryptionKey()))
+	for i := range a.View.Conditions {
+		cc := &a.View.Conditions[i]
+		n, err := LoadDeleteCommit(ctx, a, cc, r.loader.EncryptionKey())
 		if err != nil {
-			return dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
+			return err
 		}
 		r.conds = append(r.conds, &deleteCond{keep: n, ts: cc.Timestamp, marker: cc.Path,
 			fields: condFields(n, map[string]bool{}, nil)})
 	}
 	return nil
+}
+
+// LoadDeleteCommit decodes delete commit cc of a (an array encrypted with
+// key, if any) to its stored condition. As TileDB 2.30 does, it fails
+// when the array's schema (the one in force at the open timestamp) lacks
+// a field the condition names, one a later schema evolution dropped:
+// TileDB cannot read (or consolidate) the array from there on, and
+// neither do we (FailedPrecondition). Update commits are Unimplemented.
+func LoadDeleteCommit(ctx context.Context, a *array.Array, cc *commits.ConditionCommit, key []byte) (*commits.Node, error) {
+	if cc.Update {
+		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: update commit %s: updates are not supported", a.Dir, cc.Path)
+	}
+	file := cc.Tile
+	if file == nil {
+		b, err := a.Store.Get(ctx, path.Join(a.Dir, cc.Container))
+		if err != nil {
+			return nil, dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
+		}
+		file = b
+	}
+	n, err := commits.DecodeDeleteWith(file, deleteCodec(key))
+	if err != nil {
+		return nil, dataLoss(fmt.Errorf("array %s: delete commit %s: %w", a.Dir, cc.Path, err))
+	}
+	for _, f := range DeleteFields(n) {
+		if a.Schema.DimensionIndex(f) < 0 && a.Schema.AttributeIndex(f) < 0 {
+			return nil, errkind.Errorf(errkind.FailedPrecondition, "array %s: delete commit %s: its condition names field %q, which schema %s lacks (dropped by a schema evolution); TileDB 2.30 cannot read the array at this timestamp either (\"Field doesn't exist\")", a.Dir, cc.Path, f, a.Schema.Name)
+		}
+	}
+	return n, nil
 }
 
 // deleteCodec decodes the delete commits of an array encrypted with key.

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/tileflight/tileflight/format/hilbert"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
+	"github.com/tileflight/tileflight/format/hilbert"
+	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
 
@@ -475,15 +476,25 @@ func (r *Reader) filterDim(lt *ltile, d int, di *dimInfo, cnt []uint8) {
 // fillTile is n cells of the fill value of output column c, for fragments
 // written before the attribute existed.
 func (r *Reader) fillTile(c, n int) (arrowconv.Tile, error) {
-	fd := r.fields[c]
-	s := r.arr.Schema
+	t, err := FillTile(r.arr.Schema, r.fields[c], n)
+	if err != nil {
+		return arrowconv.Tile{}, fmt.Errorf("array %s: %w", r.arr.Dir, err)
+	}
+	return t, nil
+}
+
+// FillTile is the tile of n cells a fragment written before a schema
+// evolution added attribute fd contributes, as TileDB's readers fill it
+// (and so its fragment consolidation writes it): the fill value of the
+// attribute in s, the schema the array is open at, each cell valid unless
+// the attribute is nullable with an invalid fill (the default: null).
+func FillTile(s *schema.ArraySchema, fd arrowconv.Field, n int) (arrowconv.Tile, error) {
 	ai := s.AttributeIndex(fd.Name)
 	if ai < 0 {
-		return arrowconv.Tile{}, fmt.Errorf("array %s: no attribute %q", r.arr.Dir, fd.Name)
+		return arrowconv.Tile{}, fmt.Errorf("no attribute %q", fd.Name)
 	}
 	at := &s.Attributes[ai]
-	valid := !at.Nullable || at.FillValid
-	return arrowconv.FillTile(fd, at.FillValue, valid, n)
+	return arrowconv.FillTile(fd, at.FillValue, !at.Nullable || at.FillValid, n)
 }
 
 // prefetcher loads the tiles of a job list in order, up to depth ahead of
