@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
@@ -169,11 +169,15 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 	if err := rollForward(ctx, st, dir); err != nil {
 		return nil, err
 	}
+	// TileDB's window ends at UINT64_MAX unless told otherwise, so that
+	// fragments stamped ahead of the clock are consolidated too. The
+	// array is opened whole: the consolidated fragment is written in the
+	// latest schema whatever the window.
 	end := opt.End
 	if end == 0 {
-		end = uint64(time.Now().UnixMilli())
+		end = math.MaxUint64
 	}
-	all, err := array.Open(ctx, st, dir, array.Options{EncryptionKey: opt.EncryptionKey})
+	all, err := array.Open(ctx, st, dir, array.Options{End: math.MaxUint64, EncryptionKey: opt.EncryptionKey})
 	if err != nil {
 		return nil, err
 	}

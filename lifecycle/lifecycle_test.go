@@ -900,3 +900,37 @@ func TestEncryptedSparseOverDeletes(t *testing.T) {
 		want = views()
 	}
 }
+
+// TestFragmentsDefaultWindowTakesFuture: with no timestamp window, a
+// fragments consolidation takes fragments stamped ahead of the clock too
+// (TileDB's window ends at UINT64_MAX), and the new fragment's name ends
+// at the newest of them.
+func TestFragmentsDefaultWindowTakesFuture(t *testing.T) {
+	ctx := context.Background()
+	ahead := uint64(time.Now().Add(24 * time.Hour).UnixMilli())
+	for _, js := range []string{denseJSON, sparseJSON} {
+		st := build(t, js)
+		s, err := writer.LoadSchema(ctx, st, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.IsDense() {
+			_, err = writer.WriteDense(ctx, st, "a", s, [][2]int64{{15, 16}, {1, 10}}, schema.RowMajor, map[string]writer.Column{"a": {Data: i32s(20, 900)}}, writer.Options{Timestamp: ahead})
+		} else {
+			_, err = writer.WriteSparse(ctx, st, "a", s, map[string]writer.Column{"x": {Data: i64s(700)}, "v": {Data: i64s(7)}}, writer.Options{Timestamp: ahead})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Consolidate(ctx, st, "a", Fragments, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Consolidated) != 4 || len(res.Written) == 0 {
+			t.Fatalf("dense=%v: consolidated %v, wrote %v; want the 4 fragments, the one stamped %d included", s.IsDense(), res.Consolidated, res.Written, ahead)
+		}
+		if want := fmt.Sprintf("__1_%d_", ahead); !strings.Contains(res.Written[0], want) {
+			t.Fatalf("dense=%v: wrote %v, want a fragment named %s...", s.IsDense(), res.Written, want)
+		}
+	}
+}

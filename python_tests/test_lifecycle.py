@@ -245,6 +245,71 @@ def test_consolidate_and_vacuum_match_tiledb(small, dense, mode):
         assert again["written"] == [], again
 
 
+def with_future_fragment(uri, dense):
+    """make_array's array plus a fragment and metadata stamped a day ahead;
+    returns that timestamp."""
+    make_array(uri, dense)
+    ahead = int(time.time() * 1000) + 86_400_000
+    with tiledb.open(uri, "w", timestamp=ahead) as A:
+        if dense:
+            A[50:60, 50:60] = {"v": np.full((10, 10), 9.0), "s": np.array(["f"] * 100, dtype=object).reshape(10, 10)}
+        else:
+            A[[500, 501]] = {"v": [9.0, 9.5]}
+    with tiledb.open(uri, "w", timestamp=ahead) as A:
+        A.meta["future"] = 1
+    return ahead
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
+@pytest.mark.parametrize("mode", ["fragment_meta", "array_meta", "fragments"])
+def test_consolidate_default_window_takes_future_fragments(small, dense, mode):
+    """TileDB's default consolidation window ends at UINT64_MAX, not now: a
+    fragment (and metadata) stamped a day ahead is consolidated with the
+    rest, and the files are TileDB's."""
+    c = small.client()
+    kind = "dense" if dense else "sparse"
+    ours, theirs = f"cvf/{kind}-{mode}-ours", f"cvf/{kind}-{mode}-theirs"
+    a, b = os.path.join(small.data, ours), os.path.join(small.data, theirs)
+    ahead = with_future_fragment(a, dense)
+    shutil.copytree(a, b)
+    tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": mode}))
+    action(c, "consolidate", {"array": ours, "mode": mode})
+    assert file_tree(a) == file_tree(b)
+    ranges = lambda u: [f.timestamp_range for f in tiledb.array_fragments(u)]  # noqa: E731
+    assert ranges(a) == ranges(b)
+    for t in (1, 2, 3, ahead):
+        assert tiledb_view(a, t) == tiledb_view(b, t), t
+    tiledb.vacuum(b, config=tiledb.Config({"sm.vacuum.mode": mode}))
+    action(c, "vacuum", {"array": ours, "mode": mode})
+    assert file_tree(a) == file_tree(b)
+    assert tiledb_view(a, ahead) == tiledb_view(b, ahead)
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
+def test_consolidate_commits_with_a_future_commit(small, dense):
+    """TileDB 2.30 cannot consolidate the commits of an array holding a
+    commit stamped ahead of the clock ("start timestamp cannot be after
+    end timestamp"); ours does, and TileDB reads the result as before at
+    every timestamp, also after the vacuum."""
+    c = small.client()
+    kind = "dense" if dense else "sparse"
+    name = f"cvf/{kind}-commits-future"
+    a = os.path.join(small.data, name)
+    ahead = with_future_fragment(a, dense)
+    b = a + "-theirs"
+    shutil.copytree(a, b)
+    with pytest.raises(tiledb.TileDBError, match="start timestamp cannot be after end timestamp"):
+        tiledb.consolidate(b, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
+    stamps = (1, 2, 3, int(time.time() * 1000), ahead)
+    before = [tiledb_view(a, t) for t in stamps]
+    res = action(c, "consolidate", {"array": name, "mode": "commits"})
+    assert res["written"], res
+    assert [tiledb_view(a, t) for t in stamps] == before
+    action(c, "vacuum", {"array": name, "mode": "commits"})
+    assert [tiledb_view(a, t) for t in stamps] == before
+    assert our_view(c, name, dense) == before[3]
+
+
 def test_consolidate_timestamp_window_matches_tiledb(small):
     c = small.client()
     a, b = os.path.join(small.data, "cv/win-ours"), os.path.join(small.data, "cv/win-theirs")
