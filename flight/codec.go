@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec wrapped below
@@ -12,8 +13,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The server's gRPC codec is protobuf for every message, with one
-// exception: a DoGet's FlightData goes out as the slices it is made of.
+// The server's gRPC codec is protobuf for every message, with two
+// exceptions: a DoGet's FlightData goes out as the slices it is made of,
+// and a FlightData that comes in is copied once, its byte fields slices of
+// that copy (recv.go).
 //
 // gRPC's protobuf codec marshals a FlightData by copying its body into a
 // new buffer, and a body of several Arrow buffers had first been gathered
@@ -57,6 +60,9 @@ func (c sendCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (c sendCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if fd, ok := v.(*flight.FlightData); ok {
+		return unmarshalFlightData(data, fd)
+	}
 	return c.proto.Unmarshal(data, v)
 }
 
