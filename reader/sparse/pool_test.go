@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -181,4 +182,91 @@ func checkPooled(t *testing.T, recs []arrow.RecordBatch, n int) {
 	if i != n {
 		t.Fatalf("%d cells, want %d", i, n)
 	}
+}
+
+// BenchmarkScan is an unordered full scan of 1 M cells (x, y int64 and v
+// float64, zstd 1, tiles of 100 000 cells) from local files, each record
+// released before the next as gRPC does, with the tiles' data pooled (as
+// the reader does) or left to the collector (before): compare B/op and
+// the time per scan.
+//
+//	go test -run '^$' -bench Scan -benchmem ./reader/sparse/
+func BenchmarkScan(b *testing.B) {
+	const n = 1_000_000
+	a := scanArray(b, n)
+	p, err := plan.Resolve(a, &query.Query{Array: "a", Columns: []string{"x", "y", "v"}, Layout: query.LayoutUnordered, Limit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := fieldsOf(b, a.Schema, p.Columns)
+	ctx := context.Background()
+	defer bufpool.SetPoison(nil)() // TestMain's poisoning is not the reader's cost
+	for _, pooled := range []bool{true, false} {
+		b.Run(map[bool]string{true: "pooled", false: "unpooled"}[pooled], func(b *testing.B) {
+			defer func(old bool) { pooledScans = old }(pooledScans)
+			pooledScans = pooled
+			b.SetBytes(n * 24)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := NewReader(ctx, Input{Plan: p, Loader: tileio.NewLoader(a, tileio.Options{}), Fields: fields})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows := 0
+				for {
+					rec, err := r.Next(ctx)
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows += int(rec.NumRows())
+					rec.Release()
+				}
+				r.Close()
+				if rows != n {
+					b.Fatalf("%d rows, want %d", rows, n)
+				}
+			}
+		})
+	}
+}
+
+// scanArray writes n cells of random values into a local array in tiles
+// of 100 000 cells with zstd (level 1) on every field.
+func scanArray(b *testing.B, n int) *array.Array {
+	b.Helper()
+	st, err := storage.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	js := `{"type": "sparse", "capacity": 100000, "coords_filters": [{"name": "zstd", "level": 1}],
+	 "dimensions": [{"name": "x", "type": "int64", "domain": [0, 9999], "tile": 1000},
+	                {"name": "y", "type": "int64", "domain": [0, 99], "tile": 100}],
+	 "attributes": [{"name": "v", "type": "float64", "filters": [{"name": "zstd", "level": 1}]}]}`
+	sch, err := schema.FromJSON([]byte(js))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, st, "a", sch); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, y, v := make([]byte, 8*n), make([]byte, 8*n), make([]byte, 8*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(x[8*i:], uint64(i/100))
+		binary.LittleEndian.PutUint64(y[8*i:], uint64(i%100))
+		binary.LittleEndian.PutUint64(v[8*i:], math.Float64bits(rng.NormFloat64()))
+	}
+	cols := map[string]writer.Column{"x": {Data: x}, "y": {Data: y}, "v": {Data: v}}
+	if _, err := writer.WriteSparse(ctx, st, "a", sch, cols, writer.Options{Timestamp: 1}); err != nil {
+		b.Fatal(err)
+	}
+	a, err := array.Open(ctx, st, "a", array.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
 }

@@ -230,7 +230,7 @@ func NewReader(ctx context.Context, in Input) (*Reader, error) {
 		for _, f := range r.frags {
 			jobs = append(jobs, f.jobs...)
 		}
-		r.src = &concatSource{p: newPrefetcher(r, jobs, 2*runtime.GOMAXPROCS(0)+2, true)}
+		r.src = &concatSource{p: newPrefetcher(r, jobs, 2*runtime.GOMAXPROCS(0)+2, pooledScans)}
 	}
 	if err := r.checkWorkingSet(); err != nil {
 		r.src.close()
@@ -483,6 +483,10 @@ func (r *Reader) fragConds(fs *fragState) error {
 }
 
 var errStop = errors.New("stop")
+
+// pooledScans lets concat sources load their tiles pooled (see
+// NewReader); benchmarks turn it off to compare.
+var pooledScans = true
 
 // openEnd is the end of the open range as delete metadata compares it.
 func (r *Reader) deletedAt(dts uint64) bool {
