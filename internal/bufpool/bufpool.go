@@ -106,10 +106,17 @@ func Pooled() int64 { return pooled.Load() }
 // reader that has released everything leaves it unchanged).
 func Live() int64 { return live.Load() }
 
+// Poison overwrites b with 0xA5 bytes: the hook tests give SetPoison.
+func Poison(b []byte) {
+	for i := range b {
+		b[i] = 0xA5
+	}
+}
+
 // SetPoison makes Put overwrite every buffer handed back with f (nil: no
 // longer), so that tests see any read of a buffer after its release as
-// garbage. It is for tests, set before any concurrent use; it returns the
-// function restoring the previous hook.
+// garbage. It is for tests, set before any concurrent use (TestMain); it
+// returns the function restoring the previous hook.
 func SetPoison(f func([]byte)) (restore func()) {
 	old := poison
 	poison = f

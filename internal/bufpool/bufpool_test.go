@@ -55,11 +55,7 @@ func TestGetPutReuse(t *testing.T) {
 // whether it comes from Release or from an Arrow buffer's Free, and only
 // then; a release too many panics.
 func TestBufRefs(t *testing.T) {
-	restore := SetPoison(func(b []byte) {
-		for i := range b {
-			b[i] = 0xA5
-		}
-	})
+	restore := SetPoison(Poison)
 	defer restore()
 	drain(100_000)
 	b := New(100_000, 100_032)

@@ -93,11 +93,7 @@ func TestCacheBoundedInBytes(t *testing.T) {
 // loader without a cache leaves no pooled buffer behind once its tiles are
 // recycled; with a cache, only the tiles it keeps stay pooled.
 func TestPooledLoads(t *testing.T) {
-	restore := bufpool.SetPoison(func(b []byte) {
-		for i := range b {
-			b[i] = 0xA5
-		}
-	})
+	restore := bufpool.SetPoison(bufpool.Poison)
 	defer restore()
 	for _, cached := range []bool{false, true} {
 		for _, c := range fixtures.Cases(t) {
