@@ -35,6 +35,10 @@ import (
 // (math.MinInt64, its default fill value) becomes null; any other value that
 // does not fit 32 bits is an error.
 func NewColumn(f Field, data, offsets, validity []byte, n int) (arrow.Array, error) {
+	return newColumn(f, data, offsets, validity, n, nil)
+}
+
+func newColumn(f Field, data, offsets, validity []byte, n int, own Owner) (arrow.Array, error) {
 	if !littleEndian {
 		return nil, fmt.Errorf("field %q: big-endian host: %w", f.Name, ErrUnsupported)
 	}
@@ -65,7 +69,31 @@ func NewColumn(f Field, data, offsets, validity []byte, n int) (arrow.Array, err
 			return nil, fmt.Errorf("field %q: %d data bytes for %d cells of %d bytes: %w", f.Name, len(data), n, cs, ErrCorrupt)
 		}
 	}
-	return build(f, data, aoffs, validity, n)
+	return build(f, data, aoffs, validity, n, own)
+}
+
+// Owner keeps alive memory that columns alias (bufpool.Buf): every Arrow
+// buffer built over it retains it, and frees it when released.
+type Owner interface {
+	memory.Allocator
+	Retain()
+}
+
+// NewColumnOwned is NewColumn over data that own keeps alive: the Arrow
+// buffers aliasing data retain own and free it on release, so the column
+// may outlive the caller's own reference to the memory.
+func NewColumnOwned(f Field, data, offsets, validity []byte, n int, own Owner) (arrow.Array, error) {
+	return newColumn(f, data, offsets, validity, n, own)
+}
+
+// wrap is an Arrow buffer aliasing b, memory of own when own is not nil.
+// The caller releases it once NewData holds it.
+func wrap(b []byte, own Owner) *memory.Buffer {
+	if own == nil {
+		return memory.NewBufferBytes(b)
+	}
+	own.Retain()
+	return memory.NewBufferWithAllocator(b, own)
 }
 
 func checkValidity(f Field, validity []byte, n int) error {
@@ -129,29 +157,31 @@ func boolBit(b bool) uint64 {
 // build assembles the array from normalized buffers: data holds exactly the
 // cells' bytes, aoffs (var-sized fields only) n+1 byte offsets from 0 to
 // len(data), which build may rewrite in place; validity is nil or n bytes.
-func build(f Field, data []byte, aoffs []int64, validity []byte, n int) (arrow.Array, error) {
+func build(f Field, data []byte, aoffs []int64, validity []byte, n int, own Owner) (arrow.Array, error) {
 	bitmap, nulls := packValidity(validity, n)
 	if f.Enumeration != nil {
-		return buildDict(f, data, bitmap, nulls, n)
+		return buildDict(f, data, bitmap, nulls, n, own)
 	}
 	dt, err := ArrowType(f)
 	if err != nil {
 		return nil, err
 	}
 	if isBytes(f.Type) {
+		db := wrap(data, own)
+		defer db.Release()
 		if f.IsVar() {
-			d := array.NewData(dt, n, []*memory.Buffer{bitmap, int64Buf(aoffs), memory.NewBufferBytes(data)}, nil, nulls, 0)
+			d := array.NewData(dt, n, []*memory.Buffer{bitmap, int64Buf(aoffs), db}, nil, nulls, 0)
 			defer d.Release()
 			return array.MakeFromData(d), nil
 		}
-		d := array.NewData(dt, n, []*memory.Buffer{bitmap, memory.NewBufferBytes(data)}, nil, nulls, 0)
+		d := array.NewData(dt, n, []*memory.Buffer{bitmap, db}, nil, nulls, 0)
 		defer d.Release()
 		return array.MakeFromData(d), nil
 	}
 	size := f.Type.Size()
 	switch {
 	case f.CellValNum == 1:
-		d, err := primitiveData(f, data, n, bitmap, nulls, 0)
+		d, err := primitiveData(f, data, n, bitmap, nulls, 0, own)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +199,7 @@ func build(f Field, data []byte, aoffs []int64, validity []byte, n int) (arrow.A
 		if bad != 0 {
 			return nil, fmt.Errorf("field %q: an offset is not a multiple of the %d-byte value size: %w", f.Name, size, ErrCorrupt)
 		}
-		child, err := primitiveData(f, data, len(data)/size, nil, 0, 0)
+		child, err := primitiveData(f, data, len(data)/size, nil, 0, 0, own)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +208,7 @@ func build(f Field, data []byte, aoffs []int64, validity []byte, n int) (arrow.A
 		defer d.Release()
 		return array.MakeFromData(d), nil
 	default:
-		child, err := primitiveData(f, data, n*int(f.CellValNum), nil, 0, int(f.CellValNum))
+		child, err := primitiveData(f, data, n*int(f.CellValNum), nil, 0, int(f.CellValNum), own)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +227,8 @@ func int64Buf(v []int64) *memory.Buffer {
 // become null (NaT in a 32-bit temporal type) are only possible for
 // one-value cells; inside lists (per > 0 or bitmap == nil for var) they are
 // reported as errors because list elements cannot be null in TileDB.
-func primitiveData(f Field, data []byte, count int, bitmap *memory.Buffer, nulls int, per int) (*array.Data, error) {
+// Wrapped values alias memory of own (nil: garbage collected).
+func primitiveData(f Field, data []byte, count int, bitmap *memory.Buffer, nulls int, per int, own Owner) (*array.Data, error) {
 	dt := elemType(f.Type)
 	switch f.Type {
 	case datatype.Bool:
@@ -240,7 +271,9 @@ func primitiveData(f Field, data []byte, count int, bitmap *memory.Buffer, nulls
 		}
 		return array.NewData(dt, count, []*memory.Buffer{bitmap, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(out))}, nil, nulls, 0), nil
 	}
-	return array.NewData(dt, count, []*memory.Buffer{bitmap, memory.NewBufferBytes(data[:count*f.Type.Size()])}, nil, nulls, 0), nil
+	db := wrap(data[:count*f.Type.Size()], own)
+	defer db.Release()
+	return array.NewData(dt, count, []*memory.Buffer{bitmap, db}, nil, nulls, 0), nil
 }
 
 func validity(bitmap *memory.Buffer, i int) bool {
@@ -331,7 +364,7 @@ func unpackBits(dst []byte, src []byte, off int) {
 	}
 }
 
-func buildDict(f Field, data []byte, bitmap *memory.Buffer, nulls, n int) (arrow.Array, error) {
+func buildDict(f Field, data []byte, bitmap *memory.Buffer, nulls, n int, own Owner) (arrow.Array, error) {
 	dt, err := ArrowType(f)
 	if err != nil {
 		return nil, err
@@ -382,7 +415,9 @@ func buildDict(f Field, data []byte, bitmap *memory.Buffer, nulls, n int) (arrow
 				f.Name, i, int64(v), f.Enumeration.Name, limit, ErrCorrupt)
 		}
 	}
-	idx := array.NewData(elemType(f.Type), n, []*memory.Buffer{bitmap, memory.NewBufferBytes(data[:n*size])}, nil, nulls, 0)
+	db := wrap(data[:n*size], own)
+	defer db.Release()
+	idx := array.NewData(elemType(f.Type), n, []*memory.Buffer{bitmap, db}, nil, nulls, 0)
 	defer idx.Release()
 	indices := array.MakeFromData(idx)
 	defer indices.Release()

@@ -93,9 +93,9 @@ func Gather(f Field, tiles []Tile, runs []Run) (arrow.Array, error) {
 		if err != nil {
 			return nil, err
 		}
-		return build(f, data, aoffs, valid, n)
+		return build(f, data, aoffs, valid, n, nil)
 	}
-	return build(f, gatherFixed(f.CellSize(), tiles, runs, n), nil, valid, n)
+	return build(f, gatherFixed(f.CellSize(), tiles, runs, n), nil, valid, n, nil)
 }
 
 func gatherFixed(cs int, tiles []Tile, runs []Run, n int) []byte {

@@ -108,6 +108,28 @@ func (p *Pipeline) unfilterTile(dst []byte, filtered []byte, tailSlack bool) ([]
 	return dst, nil
 }
 
+// DecodeSlack is how many bytes past a tile's length UnfilterInto may use
+// as scratch, when dst's capacity has them.
+const DecodeSlack = decodeSlack
+
+// Plain reports whether the pipeline has no filter: UnfilterOwned then
+// returns its input's own bytes, moved over their chunk framing.
+func (p *Pipeline) Plain() bool { return len(p.stages) == 0 }
+
+// FillsOut reports whether unfiltering writes every byte of the tile
+// whenever it succeeds (see fillsOut), so that UnfilterInto may be given
+// memory that holds anything.
+func (p *Pipeline) FillsOut() bool { return p.fills }
+
+// UnfilterInto is UnfilterTile into a buffer the caller owns whose
+// capacity past len(dst), up to DecodeSlack bytes, is scratch the
+// decoders may scribble over (it is faster for some data, see
+// decodeSlack). Unless FillsOut, dst must be zeroed. filtered is not
+// referenced once it returns.
+func (p *Pipeline) UnfilterInto(dst, filtered []byte) ([]byte, error) {
+	return p.unfilterTile(dst, filtered, true)
+}
+
 // UnfilterOwned is UnfilterTile for a serialized tile the caller owns
 // and drops afterwards, unfiltering to size bytes. A tile with no filter
 // is not copied into a new buffer: one chunk is returned as a slice of

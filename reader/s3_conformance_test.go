@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/internal/s3test"
 	"github.com/tileflight/tileflight/storage/s3"
 )
 
 func TestMain(m *testing.M) {
+	// Pooled tiles are overwritten when recycled, so that a read of one
+	// after its release fails the tests instead of passing by luck.
+	bufpool.SetPoison(bufpool.Poison)
 	code := m.Run()
 	s3test.Stop()
 	os.Exit(code)

@@ -32,13 +32,20 @@ type batcher struct {
 
 func newBatcher(r *Reader) *batcher { return &batcher{r: r, idx: map[*ltile]uint32{}} }
 
-// add appends cells [pos, pos+n) of t.
+// add appends cells [pos, pos+n) of t. A tile whose data is pooled
+// (ltile.owners) is retained until the batch is built: its source may
+// release it (and its own references) before that.
 func (b *batcher) add(t *ltile, pos, n int) {
 	ti, ok := b.idx[t]
 	if !ok {
 		ti = uint32(len(b.tiles))
 		b.tiles = append(b.tiles, t)
 		b.idx[t] = ti
+		for _, o := range t.owners {
+			if o != nil {
+				o.Retain()
+			}
+		}
 	}
 	if k := len(b.runs) - 1; k >= 0 && b.runs[k].Tile == ti && int(b.runs[k].Start+b.runs[k].Len) == pos {
 		b.runs[k].Len += uint32(n)
@@ -53,6 +60,13 @@ func (b *batcher) add(t *ltile, pos, n int) {
 // a batch still references stay valid (they are garbage collected), so a
 // batch never keeps the loader from loading the next tile.
 func (b *batcher) reset() {
+	for _, t := range b.tiles {
+		for _, o := range t.owners {
+			if o != nil {
+				o.Release()
+			}
+		}
+	}
 	clear(b.tiles)
 	b.tiles = b.tiles[:0]
 	clear(b.idx)
@@ -79,7 +93,12 @@ func (b *batcher) build() (arrow.Record, error) {
 		)
 		if len(b.runs) == 1 {
 			run := b.runs[0]
-			col, err = slice(f, b.tiles[run.Tile].cols[c], int(run.Start), int(run.Len))
+			t := b.tiles[run.Tile]
+			var own arrowconv.Owner
+			if t.owners != nil && t.owners[c] != nil {
+				own = t.owners[c]
+			}
+			col, err = slice(f, t.cols[c], int(run.Start), int(run.Len), own)
 		} else {
 			for i, t := range b.tiles {
 				ts[i] = t.cols[c]
@@ -94,8 +113,9 @@ func (b *batcher) build() (arrow.Record, error) {
 	return arrowarray.NewRecord(b.r.schema, cols, int64(b.n)), nil
 }
 
-// slice wraps cells [s, s+n) of a tile without copying their values.
-func slice(f arrowconv.Field, t arrowconv.Tile, s, n int) (arrow.Array, error) {
+// slice wraps cells [s, s+n) of a tile without copying their values; own
+// (nil: none) keeps the tile's data alive for as long as the column lives.
+func slice(f arrowconv.Field, t arrowconv.Tile, s, n int, own arrowconv.Owner) (arrow.Array, error) {
 	var valid []byte
 	if t.Validity != nil {
 		valid = t.Validity[s : s+n]
@@ -111,7 +131,7 @@ func slice(f arrowconv.Field, t arrowconv.Tile, s, n int) (arrow.Array, error) {
 		return arrowconv.NewColumn(f, t.Data[:end], t.Offsets[8*s:8*(s+n)], valid, n)
 	}
 	cs := f.CellSize()
-	return arrowconv.NewColumn(f, t.Data[s*cs:(s+n)*cs], nil, valid, n)
+	return arrowconv.NewColumnOwned(f, t.Data[s*cs:(s+n)*cs], nil, valid, n, own)
 }
 
 // concatSource emits fragments one after the other, each tile's selected

@@ -174,7 +174,7 @@ func (r *Reader) newMergeSource() *mergeSource {
 		if len(f.jobs) == 0 {
 			continue
 		}
-		m.all = append(m.all, &cursor{p: newPrefetcher(r, f.jobs, 2)})
+		m.all = append(m.all, &cursor{p: newPrefetcher(r, f.jobs, 2, false)})
 	}
 	return m
 }

@@ -155,7 +155,7 @@ func (s *sortSource) loadChunk(ctx context.Context) error {
 			delete(s.loaded, j)
 		}
 	}
-	p := newPrefetcher(r, todo, runtime.GOMAXPROCS(0)+1)
+	p := newPrefetcher(r, todo, runtime.GOMAXPROCS(0)+1, false)
 	for range todo {
 		// get skips tiles without selected cells; record what was asked.
 		next := p.next

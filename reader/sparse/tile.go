@@ -12,6 +12,7 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/format/hilbert"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
 
@@ -36,6 +37,11 @@ type ltile struct {
 
 	held []*tileio.Tile
 	refs atomic.Int32
+	// owners holds, per output column, the pooled buffer its data lies
+	// in (nil: garbage collected), for tiles loaded by a pooled
+	// prefetcher. The tile's own references go back at release; a batch
+	// referencing its cells retains them until built (batcher.add).
+	owners []*bufpool.Buf
 }
 
 func (t *ltile) count() int {
@@ -68,6 +74,7 @@ func (t *ltile) release() {
 	if t.refs.Add(-1) == 0 {
 		for _, h := range t.held {
 			h.Release()
+			h.Recycle()
 		}
 		t.held = nil
 	}
@@ -91,8 +98,10 @@ func (t *ltile) timestamp(i int) uint64 {
 
 // load fetches and filters one tile. It returns nil when no cell of the
 // tile is in the result. Its field tiles wait for room in the budget
-// until need is closed (tileio.LoadWhen).
-func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt *ltile, err error) {
+// until need is closed (tileio.LoadWhen); pooled loads their data into
+// recycled buffers (tileio.LoadPooled), for sources whose batches read a
+// tile's cells only through the batcher.
+func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}, pooled bool) (lt *ltile, err error) {
 	fs := j.frag
 	f := fs.f
 	n := int(j.cells)
@@ -109,7 +118,11 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 	loaded := map[string]*tileio.Tile{}
 	var mu sync.Mutex
 	loadOne := func(name string) (*tileio.Tile, error) {
-		t, err := r.loader.LoadWhen(ctx, f, name, j.tile, need)
+		loadFn := r.loader.LoadWhen
+		if pooled {
+			loadFn = r.loader.LoadPooled
+		}
+		t, err := loadFn(ctx, f, name, j.tile, need)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", r.arr.Dir, err)
 		}
@@ -373,9 +386,15 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 		return nil, err
 	}
 	lt.cols = make([]arrowconv.Tile, len(r.fields))
+	if pooled {
+		lt.owners = make([]*bufpool.Buf, len(r.fields))
+	}
 	for c, fd := range r.fields {
 		if d := r.colDim[c]; d >= 0 {
 			lt.cols[c] = asArrowTile(lt.dims[d], n)
+			if pooled {
+				lt.owners[c] = lt.dims[d].Owner()
+			}
 			continue
 		}
 		if !tileio.HasField(f, fd.Name) {
@@ -391,6 +410,9 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}) (lt
 			return nil, err
 		}
 		lt.cols[c] = asArrowTile(t, n)
+		if pooled {
+			lt.owners[c] = t.Owner()
+		}
 	}
 	if r.hilbert && (r.dedup || r.plan.Layout != "unordered") {
 		lt.hv = make([]uint64, n)
@@ -500,9 +522,12 @@ func FillTile(s *schema.ArraySchema, fd arrowconv.Field, n int) (arrowconv.Tile,
 // prefetcher loads the tiles of a job list in order, up to depth ahead of
 // the consumer, in the background (each tile's fields in parallel). Tiles
 // ahead of the consumer wait for room in the budget; the one it waits for
-// is needed (its need channel is closed) and is loaded regardless.
+// is needed (its need channel is closed) and is loaded regardless. A
+// pooled prefetcher's tiles have their data in recycled buffers (see
+// Reader.load).
 type prefetcher struct {
 	r      *Reader
+	pooled bool
 	jobs   []*tileJob
 	res    []chan loadResult
 	need   []chan struct{}
@@ -518,9 +543,9 @@ type loadResult struct {
 	err error
 }
 
-func newPrefetcher(r *Reader, jobs []*tileJob, depth int) *prefetcher {
+func newPrefetcher(r *Reader, jobs []*tileJob, depth int, pooled bool) *prefetcher {
 	ctx, cancel := context.WithCancel(r.bg)
-	p := &prefetcher{r: r, jobs: jobs, res: make([]chan loadResult, len(jobs)), need: make([]chan struct{}, len(jobs)),
+	p := &prefetcher{r: r, pooled: pooled, jobs: jobs, res: make([]chan loadResult, len(jobs)), need: make([]chan struct{}, len(jobs)),
 		slots: make(chan struct{}, max(depth, 1)), ctx: ctx, cancel: cancel}
 	for i := range p.res {
 		p.res[i] = make(chan loadResult, 1)
@@ -539,7 +564,7 @@ func (p *prefetcher) dispatch() {
 		case <-p.ctx.Done():
 			return
 		}
-		lt, err := p.r.load(p.ctx, j, p.need[i])
+		lt, err := p.r.load(p.ctx, j, p.need[i], p.pooled)
 		p.res[i] <- loadResult{lt, err}
 	}
 }

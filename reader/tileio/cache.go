@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/internal/bufpool"
 )
 
 // Cache keeps decoded tiles across queries, bounded in bytes. A committed
@@ -19,7 +20,10 @@ import (
 // Tiles larger than an eighth of the cache are never kept, so that one
 // scan of big tiles neither evicts everything else nor pins its tiles'
 // memory. Cached buffers are shared, read-only, by every query that gets
-// them (readers never write into a tile's buffers). Safe for concurrent use.
+// them (readers never write into a tile's buffers). A tile whose Data is
+// pooled (Tile.Owner) is kept with a reference of the cache's own, dropped
+// when it is evicted; a query getting it takes another one. Safe for
+// concurrent use.
 type Cache struct {
 	max     int64
 	maxTile int64
@@ -35,6 +39,7 @@ type Cache struct {
 type cached struct {
 	key                     string
 	data, offsets, validity []byte
+	own                     *bufpool.Buf
 	cells                   uint64
 	size                    int64
 }
@@ -66,6 +71,11 @@ func (c *Cache) get(key string, tile *Tile) bool {
 		c.order.MoveToFront(el)
 		e := el.Value.(*cached)
 		tile.Data, tile.Offsets, tile.Validity, tile.Cells = e.data, e.offsets, e.validity, e.cells
+		if e.own != nil {
+			// Under the lock, so that an eviction cannot recycle it first.
+			e.own.Retain()
+			tile.own = e.own
+		}
 	}
 	c.mu.Unlock()
 	if ok {
@@ -90,7 +100,10 @@ func (c *Cache) put(key string, tile *Tile) {
 	if _, ok := c.entries[key]; ok {
 		return // another query decoded it meanwhile: same bytes
 	}
-	c.entries[key] = c.order.PushFront(&cached{key: key, data: tile.Data, offsets: tile.Offsets, validity: tile.Validity, cells: tile.Cells, size: size})
+	if tile.own != nil {
+		tile.own.Retain()
+	}
+	c.entries[key] = c.order.PushFront(&cached{key: key, data: tile.Data, offsets: tile.Offsets, validity: tile.Validity, own: tile.own, cells: tile.Cells, size: size})
 	c.used += size
 	for c.used > c.max {
 		last := c.order.Back()
@@ -98,6 +111,9 @@ func (c *Cache) put(key string, tile *Tile) {
 		c.order.Remove(last)
 		delete(c.entries, e.key)
 		c.used -= e.size
+		if e.own != nil {
+			e.own.Release()
+		}
 	}
 }
 

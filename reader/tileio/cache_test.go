@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/internal/fixtures"
-	"github.com/tileflight/tileflight/storage"
 )
 
 // A tile served from the cache holds exactly the bytes a fresh load
@@ -18,23 +16,12 @@ import (
 func TestCacheServesWhatALoadDecodes(t *testing.T) {
 	for _, c := range fixtures.Cases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			st, err := storage.NewLocal(filepath.Dir(c.Dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			opt := array.Options{}
-			if c.Expect.Encryption != nil {
-				opt.EncryptionKey = []byte(c.Expect.Encryption.Key)
-			}
-			a, err := array.Open(context.Background(), st, filepath.Base(c.Dir), opt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a, key := openFixture(t, c)
 			cache := NewCache(1 << 30)
-			plain := NewLoader(a, Options{EncryptionKey: opt.EncryptionKey})
+			plain := NewLoader(a, Options{EncryptionKey: key})
 			loads := 0
 			for round := 0; round < 2; round++ {
-				l := NewLoader(a, Options{EncryptionKey: opt.EncryptionKey, Cache: cache})
+				l := NewLoader(a, Options{EncryptionKey: key, Cache: cache})
 				for _, f := range a.Fragments {
 					n, err := f.Meta.TileNum()
 					if err != nil {
@@ -97,5 +84,60 @@ func TestCacheBoundedInBytes(t *testing.T) {
 	nilCache.put("x", tile(1))
 	if nilCache.get("x", &got) {
 		t.Error("a nil cache served a tile")
+	}
+}
+
+// LoadPooled decodes exactly what Load does, for every tile of every
+// field of every fixture, with and without a cache; a recycled buffer is
+// poisoned, so a tile recycled while the cache still serves it shows. A
+// loader without a cache leaves no pooled buffer behind once its tiles are
+// recycled; with a cache, only the tiles it keeps stay pooled.
+func TestPooledLoads(t *testing.T) {
+	restore := bufpool.SetPoison(bufpool.Poison)
+	defer restore()
+	for _, cached := range []bool{false, true} {
+		for _, c := range fixtures.Cases(t) {
+			t.Run(fmt.Sprintf("%s/cache=%v", c.Name, cached), func(t *testing.T) {
+				a, key := openFixture(t, c)
+				var cache *Cache
+				if cached {
+					cache = NewCache(1 << 30)
+				}
+				live := bufpool.Live()
+				plain := NewLoader(a, Options{EncryptionKey: key})
+				for round := 0; round < 2; round++ {
+					l := NewLoader(a, Options{EncryptionKey: key, Cache: cache})
+					for _, f := range a.Fragments {
+						n, err := f.Meta.TileNum()
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, name := range tileFields(f) {
+							for ti := uint64(0); ti < n; ti++ {
+								want, err := plain.Load(context.Background(), f, name, ti)
+								if err != nil {
+									t.Fatal(err)
+								}
+								got, err := l.LoadPooled(context.Background(), f, name, ti, Now)
+								if err != nil {
+									t.Fatal(err)
+								}
+								if !bytes.Equal(got.Data, want.Data) || !bytes.Equal(got.Offsets, want.Offsets) ||
+									!bytes.Equal(got.Validity, want.Validity) || got.Cells != want.Cells {
+									t.Fatalf("round %d: fragment %s: %s: tile %d differs from Load", round, f.Name, name, ti)
+								}
+								got.Release()
+								got.Recycle()
+								got.Recycle() // idempotent
+								want.Release()
+							}
+						}
+					}
+				}
+				if held := bufpool.Live() - live; !cached && held != 0 || cached && held > int64(cache.Stats().Tiles) {
+					t.Fatalf("%d pooled buffers still live (cache holds %d tiles)", held, cache.Stats().Tiles)
+				}
+			})
+		}
 	}
 }

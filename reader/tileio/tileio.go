@@ -30,6 +30,8 @@ import (
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/format/wire"
+	"github.com/tileflight/tileflight/internal/bufpool"
+	"github.com/tileflight/tileflight/storage"
 )
 
 // Special fields a fragment may hold besides the schema's dimensions and
@@ -62,6 +64,13 @@ type Tile struct {
 	charge int64
 	loader *Loader
 	once   sync.Once
+
+	// own is the pooled buffer Data lies in (nil: Data is garbage
+	// collected); recycle says the loader's reference to it is the
+	// caller's to drop (LoadPooled), dropped says it was.
+	own     *bufpool.Buf
+	recycle bool
+	dropped atomic.Bool
 }
 
 // Release returns the tile's memory to the budget. The tile's buffers may
@@ -73,6 +82,24 @@ func (t *Tile) Release() {
 		return
 	}
 	t.once.Do(func() { t.loader.budget.release(t.charge) })
+}
+
+// Owner is the pooled buffer Data lies in, or nil when Data is garbage
+// collected. An Arrow buffer wrapping Data retains it and frees it on
+// release (arrowconv.NewColumnOwned), so that Data outlives Recycle for as
+// long as such a buffer is in use.
+func (t *Tile) Owner() *bufpool.Buf { return t.own }
+
+// Recycle drops the reference to Data that LoadPooled gave the caller:
+// once every holder of Owner has released it too, Data goes back to the
+// free lists and is overwritten by a later load. The caller must not read
+// Data (or Offsets, Validity) after Recycle except through what retained
+// Owner. Idempotent; a no-op for tiles not loaded by LoadPooled.
+func (t *Tile) Recycle() {
+	if t == nil || t.own == nil || !t.recycle || !t.dropped.CompareAndSwap(false, true) {
+		return
+	}
+	t.own.Release()
 }
 
 // Offset returns offset i of a var-sized tile (0 <= i <= Cells).
@@ -246,7 +273,21 @@ var Now <-chan struct{} = func() chan struct{} { c := make(chan struct{}); close
 // charged at once, overdrawing the budget) or ctx ends. A nil need never
 // fires.
 func (l *Loader) LoadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
-	tile, err := l.load(ctx, frag, name, t, need)
+	return l.loadWhen(ctx, frag, name, t, need, false)
+}
+
+// LoadPooled is LoadWhen for a reader that hands Data to Arrow arrays and
+// can say when it is done with it: a fixed-size field's Data is then
+// decoded into a buffer from the free lists (Tile.Owner), which returns to
+// them once the caller has called Tile.Recycle and every Arrow buffer
+// built on it has been released, instead of being left to the collector.
+// Release (the budget) and Recycle (the memory) are independent.
+func (l *Loader) LoadPooled(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+	return l.loadWhen(ctx, frag, name, t, need, true)
+}
+
+func (l *Loader) loadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
+	tile, err := l.load(ctx, frag, name, t, need, pooled)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -294,7 +335,7 @@ func (l *Loader) CheckWorkingSet(need int64, what string) error {
 		l.arr.Dir, what, need, l.opt.MaxWorkingSet, l.opt.MemoryBudget)
 }
 
-func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
 	f, err := l.field(frag, name)
 	if err != nil {
 		return nil, err
@@ -309,7 +350,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 	if err := l.budget.acquire(ctx, charge, need); err != nil {
 		return nil, err
 	}
-	tile := &Tile{charge: charge, loader: l}
+	tile := &Tile{charge: charge, loader: l, recycle: pooled}
 	var key string
 	if l.opt.Cache != nil {
 		key = cacheKey(l.arr, frag, name, t, l.opt.EncryptionKey)
@@ -321,12 +362,41 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 	defer func() {
 		if !ok {
 			tile.Release()
+			tile.Recycle()
 		}
 	}()
 	meta := frag.Meta
-	fixed, err := l.readTile(ctx, frag, f.file, meta.TileOffset, meta.PersistedTileSize, f.metaIndex, t)
-	if err != nil {
-		return nil, err
+	// A fixed-size field's persisted tile is read into a pooled buffer
+	// when the store reads into the caller's memory; it goes back to the
+	// free lists once decoded, or is the tile's pooled Data (no filter).
+	// A tile with no filter that is not pooled is read as before: its
+	// Data is the read buffer, left to the collector.
+	var fp *filters.Pipeline
+	if !f.isVar() {
+		if fp, err = l.pipeline(frag, f, 0); err != nil {
+			return nil, err
+		}
+	}
+	var read *bufpool.Buf
+	defer func() {
+		if read != nil {
+			read.Release()
+		}
+	}()
+	var fixed []byte
+	if fp != nil && (pooled || !fp.Plain()) {
+		read, err = l.readTilePooled(ctx, frag, f.file, meta.TileOffset, meta.PersistedTileSize, f.metaIndex, t)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if read != nil {
+		fixed = read.Bytes()
+	} else {
+		fixed, err = l.readTile(ctx, frag, f.file, meta.TileOffset, meta.PersistedTileSize, f.metaIndex, t)
+		if err != nil {
+			return nil, err
+		}
 	}
 	var varBytes, validBytes []byte
 	if f.isVar() {
@@ -356,13 +426,24 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		}
 		tile.Data, tile.Offsets, tile.Cells = vals, offs, cells
 	} else {
-		p, err := l.pipeline(frag, f, 0)
-		if err != nil {
-			return nil, err
-		}
-		data, err := p.UnfilterOwned(fixed, fixedSize)
-		if err != nil {
-			return nil, err
+		p := fp
+		var data []byte
+		switch {
+		case read != nil && p.Plain():
+			// Data is the read buffer itself (pooled: the tile's).
+			if data, err = p.UnfilterOwned(fixed, fixedSize); err != nil {
+				return nil, err
+			}
+			tile.own, read = read, nil
+		case pooled && !p.Plain() && p.FillsOut():
+			tile.own = bufpool.New(int(fixedSize), int(fixedSize)+filters.DecodeSlack)
+			if data, err = p.UnfilterInto(tile.own.Bytes(), fixed); err != nil {
+				return nil, err
+			}
+		default:
+			if data, err = p.UnfilterOwned(fixed, fixedSize); err != nil {
+				return nil, err
+			}
 		}
 		tile.Data, tile.Cells = data, cells
 	}
@@ -397,22 +478,59 @@ func validityFile(f *fieldInfo) string {
 
 func (l *Loader) readTile(ctx context.Context, frag *array.Fragment, file string,
 	offset, size func(int, uint64) (uint64, error), field int, t uint64) ([]byte, error) {
-	off, err := offset(field, t)
+	off, n, err := tileRange(file, offset, size, field, t)
 	if err != nil {
 		return nil, err
 	}
-	n, err := size(field, t)
-	if err != nil {
-		return nil, err
-	}
-	if n > 1<<40 {
-		return nil, fmt.Errorf("%w: %s: tile size %d", wire.ErrCorrupt, file, n)
-	}
-	b, err := l.arr.Store.GetRange(ctx, frag.Key(l.arr, file), int64(off), int64(n))
+	b, err := l.arr.Store.GetRange(ctx, frag.Key(l.arr, file), off, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return b, nil
+}
+
+// maxPooledRead bounds a persisted tile read into a pooled buffer: the
+// buffer is allocated before the store checks the range against the
+// object's size, so a forged size in the metadata may cost this much at
+// most. Larger tiles are read by GetRange, which checks first.
+const maxPooledRead = 64 << 20
+
+// readTilePooled is readTile into a pooled buffer, which the caller
+// releases; it returns nil (and no error) when the store cannot read into
+// the caller's memory (storage.RangeReader) or the tile is larger than
+// maxPooledRead: read it with readTile then.
+func (l *Loader) readTilePooled(ctx context.Context, frag *array.Fragment, file string,
+	offset, size func(int, uint64) (uint64, error), field int, t uint64) (*bufpool.Buf, error) {
+	if _, ok := l.arr.Store.(storage.RangeReader); !ok {
+		return nil, nil
+	}
+	off, n, err := tileRange(file, offset, size, field, t)
+	if err != nil || n > maxPooledRead {
+		return nil, err
+	}
+	b := bufpool.New(int(n), 0)
+	if err := storage.ReadRange(ctx, l.arr.Store, frag.Key(l.arr, file), off, b.Bytes()); err != nil {
+		b.Release()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return b, nil
+}
+
+// tileRange is where tile t of a field's file lies, from the fragment
+// metadata.
+func tileRange(file string, offset, size func(int, uint64) (uint64, error), field int, t uint64) (off, n int64, err error) {
+	o, err := offset(field, t)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := size(field, t)
+	if err != nil {
+		return 0, 0, err
+	}
+	if s > 1<<40 || o > 1<<62 {
+		return 0, 0, fmt.Errorf("%w: %s: tile at %d of size %d", wire.ErrCorrupt, file, o, s)
+	}
+	return int64(o), int64(s), nil
 }
 
 // sizes returns the decoded sizes of tile t of f from the fragment

@@ -17,37 +17,14 @@ import (
 func TestLoadEveryTile(t *testing.T) {
 	for _, c := range fixtures.Cases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			st, err := storage.NewLocal(filepath.Dir(c.Dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			opt := array.Options{}
-			if c.Expect.Encryption != nil {
-				opt.EncryptionKey = []byte(c.Expect.Encryption.Key)
-			}
-			a, err := array.Open(context.Background(), st, filepath.Base(c.Dir), opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := NewLoader(a, Options{MemoryBudget: 1 << 20, EncryptionKey: opt.EncryptionKey})
+			a, key := openFixture(t, c)
+			l := NewLoader(a, Options{MemoryBudget: 1 << 20, EncryptionKey: key})
 			for _, f := range a.Fragments {
 				n, err := f.Meta.TileNum()
 				if err != nil {
 					t.Fatal(err)
 				}
-				var fields []string
-				for _, d := range f.Schema.Dimensions {
-					if !f.Meta.Footer().Dense {
-						fields = append(fields, d.Name)
-					}
-				}
-				for _, at := range f.Schema.Attributes {
-					fields = append(fields, at.Name)
-				}
-				if f.Meta.Footer().HasTimestamps {
-					fields = append(fields, FieldTimestamps)
-				}
-				for _, name := range fields {
+				for _, name := range tileFields(f) {
 					var cells uint64
 					for ti := uint64(0); ti < n; ti++ {
 						tile, err := l.Load(context.Background(), f, name, ti)
@@ -197,4 +174,40 @@ func TestBudget(t *testing.T) {
 			t.Fatalf("held %d, want 100", b.held())
 		}
 	})
+}
+
+// openFixture opens a fixture array, with its encryption key (nil: none).
+func openFixture(t *testing.T, c fixtures.Case) (*array.Array, []byte) {
+	t.Helper()
+	st, err := storage.NewLocal(filepath.Dir(c.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := array.Options{}
+	if c.Expect.Encryption != nil {
+		opt.EncryptionKey = []byte(c.Expect.Encryption.Key)
+	}
+	a, err := array.Open(context.Background(), st, filepath.Base(c.Dir), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, opt.EncryptionKey
+}
+
+// tileFields lists the fields a fragment stores tiles of: its dimensions
+// (sparse fragments), attributes and timestamps.
+func tileFields(f *array.Fragment) []string {
+	var fields []string
+	if !f.Meta.Footer().Dense {
+		for _, d := range f.Schema.Dimensions {
+			fields = append(fields, d.Name)
+		}
+	}
+	for _, at := range f.Schema.Attributes {
+		fields = append(fields, at.Name)
+	}
+	if f.Meta.Footer().HasTimestamps {
+		fields = append(fields, FieldTimestamps)
+	}
+	return fields
 }
