@@ -150,17 +150,9 @@ func TestB2NDDirectEarlyBatches(t *testing.T) {
 		if hold {
 			close(release)
 		}
-		for {
-			rec, err := r.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = appendBits(out, rec.Column(0).(*array.Float64).Float64Values())
-			rec.Release()
-		}
+		rest := readAllRecords(t, r)[0]
+		out = appendBits(out, rest.(*array.Float64).Float64Values())
+		rest.Release()
 		if b2ndDirectReads.Load() == direct0 {
 			t.Fatal("the read did not take the direct path")
 		}
