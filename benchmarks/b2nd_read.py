@@ -12,7 +12,8 @@ median over rounds of the per-round ratios (the machine is shared and
 noisy, so absolute times from different moments do not compare).
 
 With --baseline OTHER_FLIGHTD (e.g. a build of an older commit), a second
-daemon is measured in the same rounds, as a before/after of a change.
+daemon is measured in the same rounds, as a before/after of a change (the
+two take turns at reading first after python-blosc2).
 
 The box is the same cells every round and nothing caches decoded data
 (flightd recycles buffers, not contents): each DoGet reads the frame's
@@ -72,12 +73,16 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_timed(pid, fn):
+def cpu_timed(pid, fn, client=None):
     """timed(fn) and the CPU seconds process pid (None: this process, with
-    its threads) spent meanwhile."""
+    its threads) spent meanwhile; with client (a dict and a key), this
+    process's CPU seconds (the pyarrow client's) go to client[key] too."""
     c0 = time.process_time() if pid is None else proc_cpu(pid)
+    p0 = time.process_time()
     dt, out = timed(fn)
     c1 = time.process_time() if pid is None else proc_cpu(pid)
+    if client is not None:
+        client[0][client[1]] = time.process_time() - p0
     return dt, c1 - c0, out
 
 
@@ -114,23 +119,27 @@ def run(args):
         # Each measurement also records CPU seconds: the daemon's (from
         # /proc, jiffies) for DoGets, this process's (blosc2's threads
         # included) for python-blosc2.
-        for _ in range(args.rounds):
+        # The daemons take turns going first after blosc2 (a read right after
+        # python-blosc2's meets caches it has just filled; one right after
+        # the same daemon's whole read meets its own): with a baseline, each
+        # position favours neither.
+        daemons = [("flightd", fd.pid, c, True)] + ([("baseline", base.pid, cb, False)] if cb else [])
+        for k in range(args.rounds):
             r = {}
+            order = daemons if k % 2 == 0 else daemons[::-1]
             r["blosc2 whole"], r["cpu blosc2 whole"], v = cpu_timed(None, lambda: blosc2.open(path)[:])
             assert v.size == ROWS * COLS
             del v
-            r["flightd whole"], r["cpu flightd whole"], t = cpu_timed(fd.pid, lambda: c.do_get(whole_t).read_all())
-            assert t.num_rows == ROWS * COLS
-            del t
-            r["blosc2 box"], r["cpu blosc2 box"], v = cpu_timed(None, lambda: blosc2.open(path)[r0:r1, c0:c1])
-            assert v.size == box_cells
-            r["flightd box"], r["cpu flightd box"], t = cpu_timed(fd.pid, lambda: c.do_get(box_t).read_all())
-            assert t.num_rows == box_cells
-            if cb:
-                r["baseline whole"], r["cpu baseline whole"], t = cpu_timed(base.pid, lambda: cb.do_get(whole_t).read_all())
+            for name, pid, cl, own in order:
+                r[f"{name} whole"], r[f"cpu {name} whole"], t = cpu_timed(
+                    pid, lambda: cl.do_get(whole_t).read_all(), (r, "cpu client whole") if own else None)
                 assert t.num_rows == ROWS * COLS
                 del t
-                r["baseline box"], r["cpu baseline box"], t = cpu_timed(base.pid, lambda: cb.do_get(box_t).read_all())
+            r["blosc2 box"], r["cpu blosc2 box"], v = cpu_timed(None, lambda: blosc2.open(path)[r0:r1, c0:c1])
+            assert v.size == box_cells
+            for name, pid, cl, own in order:
+                r[f"{name} box"], r[f"cpu {name} box"], t = cpu_timed(
+                    pid, lambda: cl.do_get(box_t).read_all(), (r, "cpu client box") if own else None)
                 assert t.num_rows == box_cells
             rounds.append(r)
         c.close()
@@ -182,7 +191,18 @@ def run(args):
     if args.baseline:
         cpu += f", baseline {avg['cpu baseline box']:.4f}"
     cpu += f", blosc2 {avg['cpu blosc2 box']:.4f}."
-    lines += ["", cpu]
+    cpu += (f" The pyarrow client's own CPU per DoGet (this process): whole {avg['cpu client whole']:.3f},"
+            f" 1 % box {avg['cpu client box']:.4f}.")
+    # The spread of the per-round ratios: on a shared machine one round can
+    # land on a burst of other jobs.
+    def spread(k):
+        v = sorted(r[f"blosc2 {k}"] / r[f"flightd {k}"] for r in rounds)
+        return f"{v[0]:.2f}-{v[-1]:.2f}x"
+    both = avg['cpu flightd whole'] + avg['cpu client whole']
+    lines += ["", cpu, "", f"Per-round ratios (min-max): whole {spread('whole')}, 1 % box {spread('box')}.",
+              "",
+              f"A whole DoGet costs the daemon and the client together {both:.3f} CPU-s (python-blosc2's whole",
+              f"read: {avg['cpu blosc2 whole']:.3f}); on {os.cpu_count()} cores that alone is at least {both / os.cpu_count():.3f} s of wall time."]
     lines += [
         "",
         "Targets: whole >= 0.8x blosc2 in-process; 1 % box faster than blosc2 in-process open + slice.",
@@ -194,9 +214,11 @@ def run(args):
         "planes of every block it needs and unshuffles (SSE2) from the raw planes where they lie",
         "in a read-only mapping of the file into the batch: the whole block for the whole read,",
         "the box's 819 columns of each of the 103 blocks of 4 x 8192 items for the box, on both",
-        "cores, while the previous group of batches is sent. Each DoGet opens the frame (header,",
-        "offsets index) and the heads of the chunks it reads; nothing decoded is cached between",
-        "DoGets (only the mapping, keyed by the file's inode, size and mtime).",
+        "cores; a batch is sent as soon as the blocks writing into it are decoded (the box's first",
+        "of 6 batches leaves while most of its blocks are still to decode). Both reads are cold:",
+        "each DoGet opens the frame (header, offsets index) and the heads of the chunks it reads,",
+        "and nothing decoded is cached between DoGets (only the mapping, keyed by the file's",
+        "inode, size and mtime).",
         "",
     ]
     text = "\n".join(lines)

@@ -35,13 +35,20 @@ func BenchmarkB2NDRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			_ = json.Valid
+			// first-ms: from Open to the first record, the latency a
+			// client waits before anything arrives.
+			var first time.Duration
 			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
 				r, err := Open(context.Background(), st, q, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				for {
+				for k := 0; ; k++ {
 					rec, err := r.Next(context.Background())
+					if k == 0 {
+						first += time.Since(t0)
+					}
 					if err == io.EOF {
 						break
 					}
@@ -52,6 +59,7 @@ func BenchmarkB2NDRead(b *testing.B) {
 				}
 				r.Close()
 			}
+			b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-ms")
 		})
 	}
 }

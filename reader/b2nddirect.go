@@ -10,14 +10,16 @@ package reader
 // and their buffers come from (and go back to, when the record is
 // released) the free lists, not from fresh zeroed allocations. The box is
 // read in groups of block-rows of the first dimension (each group one
-// stretch of the result, so that its batches are complete once it is
-// decoded), decoded on every worker while the previous group's batches
-// are sent.
+// stretch of the result), decoded on every worker; a batch goes out as
+// soon as the last block writing into it is decoded (not when its group
+// ends), so that a read of one group (a small box) is sent while it is
+// still decoding and the first batch of any read leaves early.
 
 import (
 	"context"
 	"fmt"
-	"sort"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,6 +38,10 @@ var b2ndDirectGroupBytes int64 = 4 << 20
 
 // b2ndDirectReads counts the reads that took the direct path (tests).
 var b2ndDirectReads atomic.Int64
+
+// b2ndDirectBlock, when set (tests), runs before each block of the direct
+// path is decoded.
+var b2ndDirectBlock func(blockKey)
 
 // direct tells whether the read can take the direct path: row-major
 // order (any order of a 1-D array), one range per dimension, no filter,
@@ -78,11 +84,67 @@ func (s *b2ndSource) direct() bool {
 }
 
 // directBatch is a batch of the direct path being filled: rows [row,
-// row+n) of the result, its item bytes in buf.
+// row+n) of the result, its item bytes in buf; left is how many of the
+// blocks listed so far that write into it are still to be decoded.
 type directBatch struct {
-	row int64
-	n   int64
-	buf []byte
+	row  int64
+	n    int64
+	buf  []byte
+	left int
+}
+
+// directEmit hands on the batches of the direct path in order as they
+// complete: batch next goes out once its blocks are decoded and its rows
+// end by end (the rows of the groups listed so far; a batch reaching into
+// the next group waits for that group's blocks).
+type directEmit struct {
+	mu      sync.Mutex
+	pending map[int64]*directBatch
+	next    int64
+	end     int64
+	ready   chan arrow.RecordBatch
+	record  func(*directBatch) (arrow.RecordBatch, error)
+}
+
+// done records that a block writing into batches bs is decoded and sends
+// the batches that completes. It blocks while ready is full (the sender is
+// behind, so decoding further ahead would only hold memory).
+func (e *directEmit) done(ctx context.Context, bs []int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, b := range bs {
+		e.pending[b].left--
+	}
+	return e.flush(ctx)
+}
+
+// flush sends the completed batches from next on (e.mu held).
+func (e *directEmit) flush(ctx context.Context) error {
+	for {
+		db := e.pending[e.next]
+		if db == nil || db.left > 0 || db.row+db.n > e.end {
+			return nil
+		}
+		delete(e.pending, e.next)
+		e.next++
+		rec, err := e.record(db)
+		if err != nil {
+			putB2NDBuf(db.buf)
+			return err
+		}
+		select {
+		case e.ready <- rec:
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
+		}
+		// The goroutines that send the batch (the forwarder, the
+		// caller's, gRPC's) are runnable now but every P may be decoding:
+		// without a yield they would wait for the end of this worker's
+		// piece (13 blocks, over a millisecond, in a 1 % box), and the
+		// batch would go out no earlier than the group's last one.
+		runtime.Gosched()
+	}
 }
 
 // runDirect reads the subarray by the direct path (see direct).
@@ -113,43 +175,43 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 	s.dropChunks()
 	defer s.dropChunks()
 
-	// Completed batches go, a group at a time, to a goroutine that hands
-	// them on, so that the next group decodes while these are sent.
-	ready := make(chan []arrow.RecordBatch, 1)
+	// Completed batches go to a goroutine that hands them on, so that
+	// decoding goes on while they are sent; ready holds about a group's
+	// batches (at most 256).
+	nready := min(max(1, target/max(1, br*is)), 256)
+	em := &directEmit{pending: map[int64]*directBatch{}, ready: make(chan arrow.RecordBatch, nready)}
+	em.record = func(db *directBatch) (arrow.RecordBatch, error) { return s.directRecord(db, lo, ext) }
 	fwd := make(chan struct{})
 	go func() {
 		defer close(fwd)
 		gone := false
-		for recs := range ready {
-			for _, rec := range recs {
-				if gone {
-					rec.Release()
-					continue
-				}
-				select {
-				case s.out <- rec:
-				case <-ctx.Done():
-					gone = true
-					rec.Release()
-				}
+		for rec := range em.ready {
+			if gone {
+				rec.Release()
+				continue
+			}
+			select {
+			case s.out <- rec:
+			case <-ctx.Done():
+				gone = true
+				rec.Release()
 			}
 		}
 	}()
-	pending := map[int64]*directBatch{}
 	defer func() {
-		close(ready)
+		close(em.ready)
 		<-fwd
-		for _, b := range pending {
+		for _, b := range em.pending {
 			putB2NDBuf(b.buf)
 		}
 	}()
 	batch := func(b int64) *directBatch {
-		if db := pending[b]; db != nil {
+		if db := em.pending[b]; db != nil {
 			return db
 		}
 		db := &directBatch{row: b * br, n: min(br, total-b*br)}
 		db.buf = getB2NDBuf(int(db.n * is))
-		pending[b] = db
+		em.pending[b] = db
 		return db
 	}
 
@@ -175,42 +237,21 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 		if gstart >= total {
 			break
 		}
-		gend := min((ghi-lo[0]+1)*stride[0], total)
 		grp := append([][][2]int64(nil), per...)
 		grp[0] = per[0][i:e]
 		s.closeChunksBefore(per[0][i][0])
+		// The workers of the previous group have returned: the batches
+		// are the main goroutine's until the group's decoding starts.
 		jobs := s.directJobs(grp, lo, ext, stride, total, br, batch)
-		if err := s.decodeDirect(ctx, jobs); err != nil {
+		em.end = min((ghi-lo[0]+1)*stride[0], total)
+		if err := s.decodeDirect(ctx, jobs, em); err != nil {
 			return err
 		}
-		// The batches the group completes, in order.
-		var done []int64
-		for b, db := range pending {
-			if db.row+db.n <= gend {
-				done = append(done, b)
-			}
-		}
-		sort.Slice(done, func(i, j int) bool { return done[i] < done[j] })
-		recs := make([]arrow.RecordBatch, 0, len(done))
-		for _, b := range done {
-			db := pending[b]
-			delete(pending, b)
-			rec, err := s.directRecord(db, lo, ext)
-			if err != nil {
-				for _, r := range recs {
-					r.Release()
-				}
-				return err
-			}
-			recs = append(recs, rec)
-		}
-		select {
-		case ready <- recs:
-		case <-ctx.Done():
-			for _, r := range recs {
-				r.Release()
-			}
-			return ctx.Err()
+		em.mu.Lock()
+		err := em.flush(ctx)
+		em.mu.Unlock()
+		if err != nil {
+			return err
 		}
 		i = e
 	}
@@ -244,10 +285,12 @@ func (s *b2ndSource) closeChunksBefore(ch int64) {
 	}
 }
 
-// directJob is one block to decode and where its runs go.
+// directJob is one block to decode, where its runs go, and the batches
+// they are in.
 type directJob struct {
-	key  blockKey
-	runs []b2chunk.Run
+	key     blockKey
+	runs    []b2chunk.Run
+	batches []int64
 }
 
 // directJobs lists the blocks of grp (per dimension, the (chunk, block)
@@ -292,7 +335,12 @@ func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total
 			}
 			n := min(line, total-row)
 			for n > 0 {
-				bt := batch(row / br)
+				bi := row / br
+				bt := batch(bi)
+				if k := len(j.batches); k == 0 || j.batches[k-1] != bi {
+					j.batches = append(j.batches, bi)
+					bt.left++
+				}
 				m := min(n, bt.row+bt.n-row)
 				dst := bt.buf[(row-bt.row)*is : (row-bt.row+m)*is]
 				if k := len(j.runs) - 1; k >= 0 && j.runs[k].Off+len(j.runs[k].Dst) == int(off*is) && cap(j.runs[k].Dst) > len(j.runs[k].Dst) && &j.runs[k].Dst[:len(j.runs[k].Dst)+1][len(j.runs[k].Dst)] == &dst[0] {
@@ -332,17 +380,24 @@ func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total
 	return jobs
 }
 
-// decodeDirect decodes the jobs' blocks into their runs (decodePieces).
-func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob) error {
+// decodeDirect decodes the jobs' blocks into their runs (decodePieces),
+// telling em as each block is done.
+func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, em *directEmit) error {
 	return decodePieces(ctx, s, jobs, func(j *directJob) blockKey { return j.key }, 4,
 		func(n int64, oc *openChunk, piece []directJob, raw []byte, lo int) error {
 			c := oc.c
 			tmp := getB2NDBuf(3 * s.a.BlockNBytes())
 			defer putB2NDBuf(tmp)
 			for _, j := range piece {
+				if b2ndDirectBlock != nil {
+					b2ndDirectBlock(j.key)
+				}
 				if j.key.block == 0 && oc.block0 != nil {
 					for _, r := range j.runs {
 						copy(r.Dst, oc.block0[r.Off:])
+					}
+					if err := em.done(ctx, j.batches); err != nil {
+						return err
 					}
 					continue
 				}
@@ -358,6 +413,9 @@ func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob) error {
 				}
 				if err != nil {
 					return s.a.ChunkErr(n, err)
+				}
+				if err := em.done(ctx, j.batches); err != nil {
+					return err
 				}
 			}
 			return nil

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
@@ -91,4 +95,84 @@ func TestB2NDDirectWorkingSet(t *testing.T) {
 			t.Fatalf("working set %d: got %v (direct path %v), want ResourceExhausted", ws, err, took)
 		}
 	}
+}
+
+// TestB2NDDirectEarlyBatches: a batch of the direct path goes out as soon
+// as the blocks writing into it are decoded, not when its group is: with
+// every block but the first held back, the first batch (inside the first
+// block) still arrives, and the whole read is then the same as one whose
+// blocks are not held.
+func TestB2NDDirectEarlyBatches(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// g_lef8.b2nd: 13 x 11 float64, chunks 5 x 4, blocks 2 x 3; one group
+	// (the whole array is far below the group size); the first batch of
+	// 3 rows is cells (0, 0..2), in block 0 of chunk 0.
+	q := &query.Query{Array: "g_lef8.b2nd", Columns: []string{"value"}, BatchRows: 3, Limit: -1}
+	read := func(hold bool) []uint64 {
+		release := make(chan struct{})
+		if hold {
+			b2ndDirectBlock = func(k blockKey) {
+				if k != (blockKey{0, 0}) {
+					<-release
+				}
+			}
+			defer func() { b2ndDirectBlock = nil }()
+		}
+		direct0 := b2ndDirectReads.Load()
+		r, err := Open(ctx, st, q, Options{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var out []uint64
+		first := make(chan error, 1)
+		go func() {
+			rec, err := r.Next(ctx)
+			if err == nil {
+				out = appendBits(out, rec.Column(0).(*array.Float64).Float64Values())
+				rec.Release()
+			}
+			first <- err
+		}()
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatal("the first batch did not arrive while the other blocks were held")
+		}
+		if hold {
+			close(release)
+		}
+		rest := readAllRecords(t, r)[0]
+		out = appendBits(out, rest.(*array.Float64).Float64Values())
+		rest.Release()
+		if b2ndDirectReads.Load() == direct0 {
+			t.Fatal("the read did not take the direct path")
+		}
+		return out
+	}
+	held, free := read(true), read(false)
+	if len(held) != 13*11 || len(free) != 13*11 {
+		t.Fatalf("%d and %d values, want %d", len(held), len(free), 13*11)
+	}
+	for i := range held {
+		if held[i] != free[i] {
+			t.Fatalf("value %d: %#x with blocks held, %#x without", i, held[i], free[i])
+		}
+	}
+}
+
+// appendBits appends the bits of vs (NaNs compare as bits).
+func appendBits(out []uint64, vs []float64) []uint64 {
+	for _, v := range vs {
+		out = append(out, math.Float64bits(v))
+	}
+	return out
 }
