@@ -18,9 +18,7 @@ package flightsql
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -556,24 +554,8 @@ func (s *Server) runInsert(ctx context.Context, p *insertPlan, afs []arrowconv.F
 				return err
 			}
 		}
-	} else {
-		_, iter, _, err := s.engine.PrepQueryPlanForExecution(c.sctx, "", c.node, nil)
-		if err != nil {
-			return engineErr(err)
-		}
-		defer iter.Close(c.sctx)
-		for {
-			r, err := iter.Next(c.sctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return engineErr(err)
-			}
-			if err := add(r); err != nil {
-				return err
-			}
-		}
+	} else if err := s.engineRows(c, func(r gms.Row) error { return add(r) }); err != nil {
+		return err
 	}
 	if n > 0 {
 		return flush()

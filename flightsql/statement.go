@@ -514,11 +514,6 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 			}
 		}
 	}
-	_, iter, _, err := s.engine.PrepQueryPlanForExecution(c.sctx, "", c.node, nil)
-	if err != nil {
-		return engineErr(err)
-	}
-	defer iter.Close(c.sctx)
 	b := arr.NewRecordBuilder(s.mem, c.schema)
 	defer b.Release()
 	apps := make([]func(any) error, len(c.schema.Fields()))
@@ -527,14 +522,7 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 		apps[i] = appender(b.Field(i), gsch[i].Type)
 	}
 	n := 0
-	for {
-		row, err := iter.Next(c.sctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return engineErr(err)
-		}
+	err := s.engineRows(c, func(row gms.Row) error {
 		for i, a := range apps {
 			if i >= len(row) {
 				b.Field(i).AppendNull()
@@ -546,16 +534,39 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 		}
 		n++
 		if n == maxBatchRows {
-			if err := send(b.NewRecordBatch()); err != nil {
-				return err
-			}
 			n = 0
+			return send(b.NewRecordBatch())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Always a last batch, empty when the rows filled the batches before
+	// it exactly or there were none.
+	return send(b.NewRecordBatch())
+}
+
+// engineRows runs the compiled statement's plan in the SQL engine and
+// calls each with every row it yields, in order.
+func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
+	_, iter, _, err := s.engine.PrepQueryPlanForExecution(c.sctx, "", c.node, nil)
+	if err != nil {
+		return engineErr(err)
+	}
+	defer iter.Close(c.sctx)
+	for {
+		row, err := iter.Next(c.sctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return engineErr(err)
+		}
+		if err := each(row); err != nil {
+			return err
 		}
 	}
-	if n > 0 || true {
-		return send(b.NewRecordBatch())
-	}
-	return nil
 }
 
 // stream runs the statement of h (once per parameter row) in the
