@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -34,7 +35,6 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
-	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
@@ -581,11 +581,11 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 	err := decodePieces(ctx, s, jobs, func(j *job) blockKey { return j.key }, 2,
 		func(n int64, oc *openChunk, piece []job, raw []byte, lo int) error {
 			c := oc.c
-			tmp := bufpool.Get(2 * s.a.BlockNBytes())
-			defer bufpool.Put(tmp)
+			tmp := getB2NDBuf(2 * s.a.BlockNBytes())
+			defer putB2NDBuf(tmp)
 			for k := range piece {
 				j := &piece[k]
-				buf := bufpool.Get(s.a.BlockNBytes())
+				buf := getB2NDBuf(s.a.BlockNBytes())
 				if j.key.block == 0 && oc.block0 != nil {
 					copy(buf, oc.block0)
 				} else {
@@ -601,7 +601,7 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 						err = c.DecodeBlock(j.key.block, buf, oc.block0, tmp)
 					}
 					if err != nil {
-						bufpool.Put(buf)
+						putB2NDBuf(buf)
 						return s.a.ChunkErr(n, err)
 					}
 				}
@@ -705,8 +705,8 @@ func decodePieces[J any](ctx context.Context, s *b2ndSource, jobs []J, key func(
 				pos, _ := s.a.ChunkPos(n)
 				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
 			} else if c.Head() && lo >= 0 {
-				raw = bufpool.Get(hi - lo)
-				defer bufpool.Put(raw)
+				raw = getB2NDBuf(hi - lo)
+				defer putB2NDBuf(raw)
 				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
 					return err
 				}
@@ -865,11 +865,51 @@ var b2ndSpanBlocks atomic.Int64
 // b2ndSpecialChunks counts the special chunks aggregated whole (tests).
 var b2ndSpecialChunks atomic.Int64
 
+// b2ndFree recycles the buffers of .b2nd reads across queries (blocks,
+// decoding scratch, stored bytes): one bounded free list per power-of-two
+// capacity, holding at most b2ndFreeBytes each. A read decodes many blocks
+// of one size, and a fresh buffer would be zeroed and collected each time;
+// unlike a sync.Pool, a free list survives garbage collections, which the
+// read's own allocations trigger every few queries.
+var b2ndFree sync.Map // capacity -> chan []byte
+
+const b2ndFreeBytes = 16 << 20
+
+func b2ndFreeList(c int) chan []byte {
+	if l, ok := b2ndFree.Load(c); ok {
+		return l.(chan []byte)
+	}
+	l, _ := b2ndFree.LoadOrStore(c, make(chan []byte, max(2, b2ndFreeBytes/c)))
+	return l.(chan []byte)
+}
+
+// getB2NDBuf returns a buffer of n bytes (not zeroed).
+func getB2NDBuf(n int) []byte {
+	c := 4096
+	if n > c {
+		c = 1 << bits.Len(uint(n-1))
+	}
+	select {
+	case b := <-b2ndFreeList(c):
+		return b[:n]
+	default:
+		return make([]byte, n, c)
+	}
+}
+
+// putB2NDBuf hands back a buffer getB2NDBuf returned.
+func putB2NDBuf(b []byte) {
+	select {
+	case b2ndFreeList(cap(b)) <- b:
+	default:
+	}
+}
+
 // releaseBlocks returns decoded blocks to the free lists.
 func releaseBlocks(m map[blockKey][]byte) {
 	for _, b := range m {
 		if b != nil {
-			bufpool.Put(b)
+			putB2NDBuf(b)
 		}
 	}
 	clear(m)

@@ -28,7 +28,6 @@ import (
 
 	"github.com/tileflight/tileflight/arrowconv"
 	b2chunk "github.com/tileflight/tileflight/b2nd/chunk"
-	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/query"
 )
 
@@ -130,7 +129,7 @@ func (e *directEmit) flush(ctx context.Context) error {
 		e.next++
 		rec, err := e.record(db)
 		if err != nil {
-			bufpool.Put(db.buf)
+			putB2NDBuf(db.buf)
 			return err
 		}
 		select {
@@ -203,7 +202,7 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 		close(em.ready)
 		<-fwd
 		for _, b := range em.pending {
-			bufpool.Put(b.buf)
+			putB2NDBuf(b.buf)
 		}
 	}()
 	batch := func(b int64) *directBatch {
@@ -211,7 +210,7 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 			return db
 		}
 		db := &directBatch{row: b * br, n: min(br, total-b*br)}
-		db.buf = bufpool.Get(int(db.n * is))
+		db.buf = getB2NDBuf(int(db.n * is))
 		em.pending[b] = db
 		return db
 	}
@@ -387,8 +386,8 @@ func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, em *dir
 	return decodePieces(ctx, s, jobs, func(j *directJob) blockKey { return j.key }, 4,
 		func(n int64, oc *openChunk, piece []directJob, raw []byte, lo int) error {
 			c := oc.c
-			tmp := bufpool.Get(3 * s.a.BlockNBytes())
-			defer bufpool.Put(tmp)
+			tmp := getB2NDBuf(3 * s.a.BlockNBytes())
+			defer putB2NDBuf(tmp)
 			for _, j := range piece {
 				if b2ndDirectBlock != nil {
 					b2ndDirectBlock(j.key)
@@ -502,24 +501,24 @@ func directCoords(row, n int64, lo, ext []int64) [][]int64 {
 
 // b2ndBufAllocator hands a record's buffer back to the free lists when
 // the record is released (only Free is used: the buffers are made by
-// bufpool.Get).
+// getB2NDBuf).
 type b2ndBufAllocator struct{}
 
-func (b2ndBufAllocator) Allocate(n int) []byte { return bufpool.Get(n) }
+func (b2ndBufAllocator) Allocate(n int) []byte { return getB2NDBuf(n) }
 
 func (b2ndBufAllocator) Reallocate(n int, b []byte) []byte {
 	if n <= cap(b) {
 		return b[:n]
 	}
-	nb := bufpool.Get(n)
+	nb := getB2NDBuf(n)
 	copy(nb, b)
-	bufpool.Put(b)
+	putB2NDBuf(b)
 	return nb
 }
 
 func (b2ndBufAllocator) Free(b []byte) {
 	b2ndDirectFrees.Add(1)
-	bufpool.Put(b)
+	putB2NDBuf(b)
 }
 
 // b2ndDirectFrees counts the batch buffers released records handed back
