@@ -89,7 +89,7 @@ fuzz:
 # Issue 14's table (benchmarks/bench.py): every case against TileDB
 # in-process, a Python Flight server over tiledb and an in-memory Go
 # Flight server, interleaved rounds, medians of per-round ratios; rewrites
-# benchmarks/RESULTS.md and results.png. BENCHARGS=--baseline OLD_FLIGHTD
+# benchmarks/RESULTS.md and results.png. BENCHARGS="--baseline OLD_FLIGHTD --baseline-label NAME"
 # adds an older daemon to the same rounds.
 bench: setup build
 	$(GO) build -o bin/memflight ./benchmarks/memflight

@@ -475,9 +475,9 @@ def report(args, cases, results, elapsed):
         "case runs each contender once per round in a rotating order; a ratio is the median",
         "over rounds of (the reference's time / flightd's time), so above 1 means flightd is",
         "faster (for the 16-client case: flightd's queries/s over the reference's). flightd",
-        "runs with default flags. `baseline` is flightd built from the commit before the",
-        "issue-14 work, run in the same rounds. The machine is shared with other engineers",
-        "and noisy: compare ratios within this file only, never with another run's seconds.",
+        "runs with default flags. `baseline` is another flightd build (`--baseline`; this run:",
+        f"{args.baseline_label or args.baseline or 'none'}), run in the same rounds. The machine is shared with other",
+        "engineers and noisy: compare ratios within this file only, never with another run's seconds.",
         "",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared, load average {os.getloadavg()[0]:.1f} at the end), {args.rounds} rounds, "
@@ -545,6 +545,7 @@ def main():
     ap.add_argument("--flightd", default="bin/flightd")
     ap.add_argument("--memflight", default="bin/memflight")
     ap.add_argument("--baseline", help="another flightd binary, run in the same rounds")
+    ap.add_argument("--baseline-label", help="how the results name the baseline (default: its path)")
     ap.add_argument("--data", default=os.path.join(os.path.expanduser("~"), ".cache", "tileflight-bench", "suite"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--box-repeats", type=int, default=20)

@@ -44,7 +44,12 @@ ROUNDS = 5
 NOTES = """
 Notes: the machine is shared (about six engineers on 2 CPUs); the first row's per-round ratios
 vary widely between runs (0.60x-1.44x in earlier runs; this run's rounds are listed by the
-script). The attribute `WHERE` reads every tile: the reader does not trust float tile
+script). The first row is bound by the client: both clients make the daemon do the same
+work (about 0.5 CPU-s per 768 MiB), but the ADBC driver spends 0.67-0.87 CPU-s receiving it
+against pyarrow's 0.34-0.39 (`perf record` of the ADBC client: gRPC-Go clearing every pooled
+receive buffer, 13 %; its protobuf codec gathering each message and copying the body out
+again, 16 %; page faults on fresh buffers), so on 2 cores the ADBC read cannot come
+within 0.9x of the DoGet however the server sends. The attribute `WHERE` reads every tile: the reader does not trust float tile
 min/max (TileDB computes them with comparisons a NaN derails), so the gain is only that the
 failing cells are dropped in the reader instead of streamed; on integer attributes tiles
 whose min/max exclude the condition are not read. The aggregate row is answered from tile
