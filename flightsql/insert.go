@@ -513,13 +513,7 @@ func (s *Server) runInsert(ctx context.Context, p *insertPlan, afs []arrowconv.F
 			a.Release()
 		}
 		n = 0
-		select {
-		case ch <- aflight.StreamChunk{Data: rec}:
-			return nil
-		case <-ctx.Done():
-			rec.Release()
-			return ctx.Err()
-		}
+		return sendChunk(ctx, ch, rec)
 	}
 	add := func(vals []any) error {
 		for i, vc := range cols {

@@ -472,17 +472,22 @@ func explainLines(c *compiled) []string {
 	return out
 }
 
+// sendChunk hands rec to ch, or releases it when ctx ends first.
+func sendChunk(ctx context.Context, ch chan<- aflight.StreamChunk, rec arrow.RecordBatch) error {
+	select {
+	case ch <- aflight.StreamChunk{Data: rec}:
+		return nil
+	case <-ctx.Done():
+		rec.Release()
+		return ctx.Err()
+	}
+}
+
 // run streams a compiled statement's result to ch; it closes nothing.
 func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamChunk) error {
 	send := func(rec arrow.RecordBatch) error {
 		flight.NoteCall(ctx, "", rec.NumRows(), 0)
-		select {
-		case ch <- aflight.StreamChunk{Data: rec}:
-			return nil
-		case <-ctx.Done():
-			rec.Release()
-			return ctx.Err()
-		}
+		return sendChunk(ctx, ch, rec)
 	}
 	switch {
 	case c.explain != nil:
