@@ -10,14 +10,16 @@ import (
 // LoadRange is LoadWhen for a dense reader that will read only bytes
 // [lo, hi) of a fixed-size field's Data (cells in the tile's cell order;
 // Validity is read whole). A tile the decoded-tile cache would never keep
-// (or any tile when there is no cache), of a pipeline with filters, is
-// then decoded only in the filter chunks overlapping [lo, hi) when they
-// are at most half of its chunks (filters.UnfilterRange): a one-cell read
-// of a 16 MiB tile decodes one 64 KiB chunk instead of 256. The other
-// bytes of Data are unspecified. Such a partial tile is charged to the
-// budget in full (its buffer is the whole tile) and never enters the
-// cache. Var-sized fields, plain pipelines and tiles the cache keeps load
-// whole, as LoadWhen does (cached whole, repeated small reads hit it).
+// (or any tile when there is no cache) is then decoded only in the filter
+// chunks overlapping [lo, hi) when they are at most half of its chunks
+// (filters.UnfilterRange): a one-cell read of a 16 MiB tile decodes one
+// 64 KiB chunk instead of 256. A tile with no filter is still read whole
+// (where its chunks lie is only known from their headers), but only the
+// needed chunks are moved over their framing. The other bytes of Data
+// are unspecified. Such a partial tile is charged to the budget in full
+// (its buffer is the whole tile) and never enters the cache. Var-sized
+// fields and tiles the cache keeps load whole, as LoadWhen does (cached
+// whole, repeated small reads hit it).
 func (l *Loader) LoadRange(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, lo, hi uint64) (*Tile, error) {
 	return l.loadWhenRange(ctx, frag, name, t, need, false, &byteRange{lo, hi})
 }

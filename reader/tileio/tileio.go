@@ -434,7 +434,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		p := fp
 		var data []byte
 		// A tile the cache keeps is decoded whole (see LoadRange).
-		partial = rng != nil && !pooled && !p.Plain() && !l.opt.Cache.keeps(charge) &&
+		partial = rng != nil && !pooled && !l.opt.Cache.keeps(charge) &&
 			PartialMode(partialMode.Load()) != PartialOff
 		switch {
 		case partial:
