@@ -542,3 +542,67 @@ func (p *Pipeline) UnfilterVarTile(off *Pipeline, filteredOffsets, filteredValue
 	binary.LittleEndian.PutUint64(dstOffsets[8*n:], uint64(len(dstValues)))
 	return dstOffsets, dstValues, nil
 }
+
+// UnfilterRange is UnfilterOwned for a caller that will read only bytes
+// [lo, hi) of a fixed-size tile of size bytes. Every chunk of a filtered
+// tile runs the whole pipeline on its own, so only the chunks overlapping
+// [lo, hi) need decoding; it decodes just those when they are at most
+// half of the tile's chunks, and the whole tile otherwise (a larger part
+// saves too little to be worth a tile nobody else can use). A tile with
+// no filter is, as in UnfilterOwned, moved over its framing in filtered
+// itself, then only those chunks are moved. It returns the tile buffer
+// (len size) and the byte range [a, b) it holds decoded, chunk aligned
+// and covering [lo, hi): the bytes outside it are unspecified and must
+// not be read. chunks and decoded count the tile's chunks and those
+// decoded.
+func (p *Pipeline) UnfilterRange(filtered []byte, size, lo, hi uint64) (data []byte, a, b uint64, chunks, decoded int, err error) {
+	cs, err := parseChunks(filtered, size)
+	if err != nil {
+		return nil, 0, 0, 0, 0, err
+	}
+	plain := len(p.stages) == 0
+	hi = min(hi, size)
+	first, last := len(cs), -1 // the chunks overlapping [lo, hi)
+	offs := make([]uint64, len(cs)+1)
+	for i, c := range cs {
+		offs[i+1] = offs[i] + uint64(c.orig)
+		if lo < hi && offs[i] < hi && offs[i+1] > lo {
+			first, last = min(first, i), i
+		}
+	}
+	n := last - first + 1
+	if last < 0 || 2*n > len(cs) {
+		if plain {
+			data, err = p.UnfilterOwned(filtered, size)
+		} else {
+			data, err = p.unfilterTile(p.tileBuffer(size, size+decodeSlack), filtered, true)
+		}
+		return data, 0, size, len(cs), len(cs), err
+	}
+	if plain {
+		// Each chunk's payload lies past its own place in the tile (after
+		// the framing of it and of the chunks before it), so moving the
+		// needed ones down in order never overwrites one not yet moved.
+		for i := first; i <= last; i++ {
+			c := cs[i]
+			if len(c.meta) != 0 || len(c.data) != int(c.orig) {
+				return nil, 0, 0, 0, 0, fmt.Errorf("%w: chunk %d of %d: unfiltered chunk of %d bytes (+%d metadata) for %d", wire.ErrCorrupt, i, len(cs), len(c.data), len(c.meta), c.orig)
+			}
+			copy(filtered[offs[i]:], c.data)
+		}
+		return filtered[:size:size], offs[first], offs[last+1], len(cs), n, nil
+	}
+	dst := p.tileBuffer(size, size+decodeSlack)
+	// In order, as unfilterTile does: a chunk may scribble up to
+	// decodeSlack bytes into the next one's space (decoded after it, or
+	// not needed) and the tile's last chunk into the tail slack.
+	end := int(min(uint64(cap(dst)), size+decodeSlack))
+	full := dst[:end]
+	for i := first; i <= last; i++ {
+		out := full[offs[i]:offs[i+1]:min(uint64(end), offs[i+1]+decodeSlack)]
+		if err := p.unfilterChunk(cs[i], out, nil, i, len(cs)); err != nil {
+			return nil, 0, 0, 0, 0, err
+		}
+	}
+	return dst, offs[first], offs[last+1], len(cs), n, nil
+}

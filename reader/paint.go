@@ -271,18 +271,49 @@ func (d *dense) build(ctx context.Context, c *chunk) error {
 	return nil
 }
 
-// tileRef names one tile a chunk paints from.
+// tileRef names one tile a chunk paints from. hi > 0 says painting reads
+// only bytes [lo, hi) of the tile's Data (see cellRange).
 type tileRef struct {
-	fr   *frag
-	name string
-	t    []uint64
+	fr     *frag
+	name   string
+	t      []uint64
+	lo, hi uint64
+}
+
+// cellRange is the byte range [lo, hi) of fragment fr's tile under region
+// r, for cells of cs bytes, that painting the region reads: from the
+// first to the last of the cells of r inside fr's domain, in the tile's
+// cell order. A cell's position in the tile is the sum of its in-tile
+// offsets times the cell strides, which grows with each offset, so the
+// box's low and high corners are its first and last cells (gaps between
+// a dimension's runs only make the range wider than needed). ok is false
+// when the region and the fragment do not meet.
+func (d *dense) cellRange(r *region, fr *frag, cs int) (lo, hi uint64, ok bool) {
+	g := d.g
+	var first, last uint64
+	for i := range r.lo {
+		a, b := max(r.lo[i], fr.nlo[i]), min(r.hi[i], fr.nhi[i])
+		if a > b {
+			return 0, 0, false
+		}
+		base := r.tile[i] * g.ext[i]
+		first += (a - base) * g.cellStr[i]
+		last += (b - base) * g.cellStr[i]
+	}
+	return first * uint64(cs), (last + 1) * uint64(cs), true
 }
 
 // load loads a tile of chunk c: it waits for room in the budget until the
 // consumer waits for c.
 func (d *dense) load(ctx context.Context, c *chunk, r tileRef) (*tileio.Tile, error) {
 	fr, name, t := r.fr, r.name, r.t
-	tile, err := d.loader.LoadWhen(ctx, fr.f, name, fr.tileIndex(t), c.need)
+	var tile *tileio.Tile
+	var err error
+	if r.hi > 0 {
+		tile, err = d.loader.LoadRange(ctx, fr.f, name, fr.tileIndex(t), c.need, r.lo, r.hi)
+	} else {
+		tile, err = d.loader.LoadWhen(ctx, fr.f, name, fr.tileIndex(t), c.need)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -401,7 +432,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 			c.cols[i] = col
 			continue
 		}
-		refs = append(refs, tileRef{fr, f.Name, t})
+		refs = append(refs, tileRef{fr: fr, name: f.Name, t: t})
 		cols = append(cols, i)
 	}
 	// The budget bounds tiles being decoded; a wrapped tile is result
@@ -510,7 +541,18 @@ func (d *dense) buildFixed(ctx context.Context, c *chunk, l *chunkLayout, regs [
 				continue
 			}
 			ops = append(ops, op{r, fr, 2})
-			refs = append(refs, tileRef{fr, f.Name, r.tile})
+			ref := tileRef{fr: fr, name: f.Name, t: r.tile}
+			// Painting reads only the cells of the region inside the
+			// fragment: a filtered tile may then be decoded only in the
+			// chunks holding them (tileio.LoadRange). Not under a filter
+			// condition (it evaluates other cells' values) nor for
+			// aggregates (they read tiles whole).
+			if d.prog == nil && !d.agg {
+				if lo, hi, ok := d.cellRange(r, fr, cs); ok {
+					ref.lo, ref.hi = lo, hi
+				}
+			}
+			refs = append(refs, ref)
 		}
 	}
 	next := 0
@@ -648,7 +690,7 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 	extracts := make([][]byte, len(sources))
 	refs := make([]tileRef, len(sources))
 	for s, src := range sources {
-		refs[s] = tileRef{src.fr, f.Name, src.tile}
+		refs[s] = tileRef{fr: src.fr, name: f.Name, t: src.tile}
 	}
 	err := d.loadInOrder(ctx, c, refs, func(s int, tile *tileio.Tile) error {
 		src := sources[s]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/internal/s3test"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage/s3"
 )
 
@@ -14,6 +15,9 @@ func TestMain(m *testing.M) {
 	// Pooled tiles are overwritten when recycled, so that a read of one
 	// after its release fails the tests instead of passing by luck.
 	bufpool.SetPoison(bufpool.Poison)
+	// Bytes of a tile decoded in part that were not decoded are 0xA5
+	// (tileio.LoadRange), so that painting one fails the tests too.
+	tileio.SetPartialMode(tileio.PartialPoison)
 	code := m.Run()
 	s3test.Stop()
 	os.Exit(code)

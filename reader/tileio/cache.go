@@ -86,6 +86,10 @@ func (c *Cache) get(key string, tile *Tile) bool {
 	return ok
 }
 
+// keeps reports whether the cache may keep a tile of n decoded bytes
+// (false for a nil cache): larger ones are never put.
+func (c *Cache) keeps(n int64) bool { return c != nil && n <= c.maxTile }
+
 // put keeps a decoded tile, evicting the least recently used ones.
 func (c *Cache) put(key string, tile *Tile) {
 	if c == nil {

@@ -287,7 +287,11 @@ func (l *Loader) LoadPooled(ctx context.Context, frag *array.Fragment, name stri
 }
 
 func (l *Loader) loadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
-	tile, err := l.load(ctx, frag, name, t, need, pooled)
+	return l.loadWhenRange(ctx, frag, name, t, need, pooled, nil)
+}
+
+func (l *Loader) loadWhenRange(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool, rng *byteRange) (*Tile, error) {
+	tile, err := l.load(ctx, frag, name, t, need, pooled, rng)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -335,7 +339,7 @@ func (l *Loader) CheckWorkingSet(need int64, what string) error {
 		l.arr.Dir, what, need, l.opt.MaxWorkingSet, l.opt.MemoryBudget)
 }
 
-func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
+func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool, rng *byteRange) (*Tile, error) {
 	f, err := l.field(frag, name)
 	if err != nil {
 		return nil, err
@@ -411,6 +415,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 			return nil, err
 		}
 	}
+	partial := false // Data holds only the chunks LoadRange needs
 	if f.isVar() {
 		dataPipe, err := l.pipeline(frag, f, 0)
 		if err != nil {
@@ -428,7 +433,26 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 	} else {
 		p := fp
 		var data []byte
+		// A tile the cache keeps is decoded whole (see LoadRange).
+		partial = rng != nil && !pooled && !l.opt.Cache.keeps(charge) &&
+			PartialMode(partialMode.Load()) != PartialOff
 		switch {
+		case partial:
+			var a, b uint64
+			var chunks, decoded int
+			if data, a, b, chunks, decoded, err = p.UnfilterRange(fixed, fixedSize, rng.lo, rng.hi); err != nil {
+				return nil, err
+			}
+			if decoded < chunks {
+				partialTiles.Add(1)
+				partialChunks.Add(int64(chunks))
+				partialDecoded.Add(int64(decoded))
+				if PartialMode(partialMode.Load()) == PartialPoison {
+					poisonOutside(data, a, b)
+				}
+			} else {
+				partial = false
+			}
 		case read != nil && p.Plain():
 			// Data is the read buffer itself (pooled: the tile's).
 			if data, err = p.UnfilterOwned(fixed, fixedSize); err != nil {
@@ -459,7 +483,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		tile.Validity = v
 	}
 	ok = true
-	if l.opt.Cache != nil {
+	if l.opt.Cache != nil && !partial {
 		l.opt.Cache.put(key, tile)
 	}
 	return tile, nil

@@ -1,0 +1,68 @@
+package filters
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/pipeline"
+)
+
+// UnfilterRange decodes exactly the chunks overlapping the range asked
+// for when they are at most half of the tile's, the whole tile otherwise,
+// and the bytes it says it decoded are the tile's, for filtered and plain
+// pipelines.
+func TestUnfilterRange(t *testing.T) {
+	const size = 20*MaxChunkSize + 8*100 // 21 chunks, the last one short
+	tile := ints(size)
+	for _, pc := range []struct {
+		name string
+		p    pipeline.Pipeline
+	}{
+		{"zstd", pipe(pipeline.Zstd)},
+		{"lz4", pipe(pipeline.LZ4)},
+		{"byteshuffle+zstd", pipe(pipeline.Byteshuffle, pipeline.Zstd)},
+		{"none", pipe()},
+	} {
+		p, err := New(pc.p, datatype.Int64, 1, 22, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		filtered, err := p.FilterTile(tile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const K = MaxChunkSize
+		for _, c := range []struct {
+			lo, hi, a, b uint64
+			decoded      int
+		}{
+			{0, 8, 0, K, 1},                      // first cell
+			{K - 8, K + 8, 0, 2 * K, 2},          // straddles a boundary
+			{K, 2 * K, K, 2 * K, 1},              // exactly one chunk
+			{size - 8, size, 20 * K, size, 1},    // last cell, in the short chunk
+			{3*K + 5, 13 * K, 3 * K, 13 * K, 10}, // 10 of 21: partial
+			{3 * K, 14*K + 1, 0, size, 21},       // 11 of 21: whole
+			{0, size, 0, size, 21},               // everything
+		} {
+			name := fmt.Sprintf("%s [%d, %d)", pc.name, c.lo, c.hi)
+			in := append([]byte(nil), filtered...) // UnfilterRange owns its input
+			data, a, b, chunks, decoded, err := p.UnfilterRange(in, size, c.lo, c.hi)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if len(data) != size || chunks != 21 || decoded != c.decoded || a != c.a || b != c.b {
+				t.Fatalf("%s: %d bytes, [%d, %d) decoded, %d of %d chunks; want %d, [%d, %d), %d of 21",
+					name, len(data), a, b, decoded, chunks, size, c.a, c.b, c.decoded)
+			}
+			if !bytes.Equal(data[a:b], tile[a:b]) {
+				t.Fatalf("%s: decoded bytes differ from the tile's", name)
+			}
+		}
+		// A corrupt tile is an error, not a panic or a short buffer.
+		if _, _, _, _, _, err := p.UnfilterRange(filtered[:len(filtered)/2], size, 0, 8); err == nil {
+			t.Errorf("%s: truncated tile: no error", pc.name)
+		}
+	}
+}
