@@ -145,8 +145,8 @@ func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
 		return nil, err
 	}
 	for i, c := range chunks {
-		if len(c.meta) != 0 || len(c.data) != int(c.orig) {
-			return nil, fmt.Errorf("%w: chunk %d of %d: unfiltered chunk of %d bytes (+%d metadata) for %d", wire.ErrCorrupt, i, len(chunks), len(c.data), len(c.meta), c.orig)
+		if err := c.plainErr(i, len(chunks)); err != nil {
+			return nil, err
 		}
 	}
 	if len(chunks) == 1 {
@@ -159,6 +159,15 @@ func (p *Pipeline) UnfilterOwned(filtered []byte, size uint64) ([]byte, error) {
 		o += copy(filtered[o:], c.data)
 	}
 	return filtered[:size:size], nil
+}
+
+// plainErr checks chunk i of n of a tile with no filter: its payload is
+// its original bytes, with no metadata.
+func (c chunk) plainErr(i, n int) error {
+	if len(c.meta) != 0 || len(c.data) != int(c.orig) {
+		return fmt.Errorf("%w: chunk %d of %d: unfiltered chunk of %d bytes (+%d metadata) for %d", wire.ErrCorrupt, i, n, len(c.data), len(c.meta), c.orig)
+	}
+	return nil
 }
 
 // parallel runs f(0..n-1) on up to conc goroutines and returns the error
@@ -572,11 +581,7 @@ func (p *Pipeline) UnfilterRange(filtered []byte, size, lo, hi uint64) (data []b
 	}
 	n := last - first + 1
 	if last < 0 || 2*n > len(cs) {
-		if plain {
-			data, err = p.UnfilterOwned(filtered, size)
-		} else {
-			data, err = p.unfilterTile(p.tileBuffer(size, size+decodeSlack), filtered, true)
-		}
+		data, err = p.UnfilterOwned(filtered, size)
 		return data, 0, size, len(cs), len(cs), err
 	}
 	if plain {
@@ -585,8 +590,8 @@ func (p *Pipeline) UnfilterRange(filtered []byte, size, lo, hi uint64) (data []b
 		// needed ones down in order never overwrites one not yet moved.
 		for i := first; i <= last; i++ {
 			c := cs[i]
-			if len(c.meta) != 0 || len(c.data) != int(c.orig) {
-				return nil, 0, 0, 0, 0, fmt.Errorf("%w: chunk %d of %d: unfiltered chunk of %d bytes (+%d metadata) for %d", wire.ErrCorrupt, i, len(cs), len(c.data), len(c.meta), c.orig)
+			if err := c.plainErr(i, len(cs)); err != nil {
+				return nil, 0, 0, 0, 0, err
 			}
 			copy(filtered[offs[i]:], c.data)
 		}
