@@ -66,3 +66,54 @@ func TestUnfilterRange(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnfilterRange: on any serialized tile and range, UnfilterRange
+// returns an error or a range covering [lo, hi) (clipped to the tile)
+// whose bytes are the whole decode's whenever that succeeds (a corrupt
+// chunk outside the range is never decoded); it never panics. The tiles
+// are real multi-chunk tiles (a fuzzed pattern, filtered by an LZ4 or an
+// empty pipeline) with fuzzed byte edits and a fuzzed truncation, so
+// that inputs stay small and executions cheap.
+func FuzzUnfilterRange(f *testing.F) {
+	const size = 3*MaxChunkSize + 8*10
+	pipes := []pipeline.Pipeline{pipe(pipeline.LZ4), pipe()}
+	f.Add(uint8(0), []byte{1, 2, 3}, []byte{}, uint32(0), uint64(8), uint64(16))
+	f.Add(uint8(1), []byte{7}, []byte{0, 40, 9}, uint32(0), uint64(MaxChunkSize-8), uint64(MaxChunkSize+8))
+	f.Add(uint8(0), []byte{5, 6}, []byte{1, 0, 0, 2, 0, 0}, uint32(100), uint64(2*MaxChunkSize), uint64(size))
+	f.Fuzz(func(t *testing.T, which uint8, pattern, edits []byte, cut uint32, lo, hi uint64) {
+		p, err := New(pipes[int(which)%len(pipes)], datatype.Int64, 1, 22, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pattern) == 0 {
+			pattern = []byte{0}
+		}
+		tile := bytes.Repeat(pattern, size/len(pattern)+1)[:size]
+		filtered, err := p.FilterTile(tile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k+2 < len(edits); k += 3 { // (position / 256, position % 256, xor)
+			pos := (int(edits[k])<<8 | int(edits[k+1])) * len(filtered) >> 16
+			filtered[pos] ^= edits[k+2]
+		}
+		filtered = filtered[:len(filtered)-int(cut)%(len(filtered)+1)]
+		lo, hi = lo%(size+8), hi%(size+8)
+		data, a, b, _, _, err := p.UnfilterRange(bytes.Clone(filtered), size, lo, hi)
+		if err != nil {
+			return
+		}
+		if len(data) != size || a > b || b > size || (lo < min(hi, size) && (a > lo || b < min(hi, size))) {
+			t.Fatalf("range [%d, %d): %d bytes, decoded [%d, %d)", lo, hi, len(data), a, b)
+		}
+		whole, err := p.UnfilterOwned(bytes.Clone(filtered), size)
+		if err != nil {
+			// A chunk outside the range may be corrupt: the range never
+			// decodes it, and its cells are not read.
+			return
+		}
+		if !bytes.Equal(data[a:b], whole[a:b]) {
+			t.Fatalf("range [%d, %d): decoded bytes differ from the whole decode", lo, hi)
+		}
+	})
+}
