@@ -377,7 +377,7 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 	// dense reads' compressed tiles, whose sizes vary, kept up to 16 MiB
 	// idle in each of many size classes and raised the daemon's resident
 	// memory after other queries by 30-40 MiB (a streamed 1 GiB scan after
-	// six other bench cases: 311-320 MiB pooled, 289 not) for no
+	// five other bench cases: 311-320 MiB pooled, 289 not) for no
 	// measurable speed (dense zstd DoGet 1.06x, 7 interleaved rounds).
 	var fp *filters.Pipeline
 	if !f.isVar() {
