@@ -344,3 +344,22 @@ func Schema(fields []Field, meta map[string]string) (*arrow.Schema, error) {
 	}
 	return arrow.NewSchema(out, md), nil
 }
+
+// SameBytes reports whether an Arrow array of f is flat (no children) and
+// its one data buffer holds exactly the TileDB cells' bytes: a fixed-size,
+// not nullable field without an enumeration, of one number or time value
+// per cell that needs no conversion, or of bytes. Such a column can be
+// sent as the tile's bytes, even while they are still compressed.
+func (f Field) SameBytes() bool {
+	if f.Enumeration != nil || f.IsVar() || f.Nullable || f.CellValNum == 0 {
+		return false
+	}
+	if isBytes(f.Type) {
+		return true
+	}
+	switch f.Type {
+	case datatype.Bool, datatype.DatetimeDay, datatype.TimeSec, datatype.TimeMs:
+		return false
+	}
+	return f.CellValNum == 1 && elemType(f.Type) != nil
+}

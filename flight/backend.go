@@ -31,7 +31,7 @@ func (s *Service) openStream(ctx context.Context, q *query.Query) (batchStream, 
 	}
 	r, err := reader.OpenPlan(ctx, p, reader.Options{
 		MemoryBudget: s.cfg.MemoryBudget, MaxWorkingSet: s.cfg.MaxWorkingSet, Workers: s.cfg.Workers, EncryptionKey: s.keyOf(p.Array),
-		TileCache: s.tiles,
+		TileCache: s.tiles, ZstdPassThrough: q.Compression == query.CompressionZstd,
 	})
 	if err != nil {
 		return nil, s.openErr(ctx, q.Array, err)

@@ -16,5 +16,7 @@ func (s *Service) Gauges() metrics.Gauges {
 		BudgetInUse:    reader.MemoryInUse,
 		StreamsRunning: func() int { return len(s.streams) },
 		StreamsLimit:   func() int { return cap(s.streams) },
+		ZstdSent:       zstdSent.Load,
+		ZstdSentRaw:    zstdSentRaw.Load,
 	}
 }

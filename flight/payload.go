@@ -57,9 +57,15 @@ func (w *payloadWriter) WritePayload(p ipc.Payload) error {
 		return err
 	}
 	defer clear(w.parts) // drop the references to the record's buffers
+	return w.send(meta.Bytes(), w.parts)
+}
+
+// send sends one message: header is its IPC metadata (data_header), the
+// concatenation of parts its body, slices of the record being held.
+func (w *payloadWriter) send(header []byte, parts [][]byte) error {
 	if w.zeroCopy {
-		m := outgoingData{header: meta.Bytes(), parts: w.parts}
-		if w.rec != nil && len(w.parts) > 0 {
+		m := outgoingData{header: header, parts: parts}
+		if w.rec != nil && len(parts) > 0 {
 			rec := w.rec
 			rec.Retain()
 			var once sync.Once
@@ -68,18 +74,18 @@ func (w *payloadWriter) WritePayload(p ipc.Payload) error {
 		return w.stream.SendMsg(&m)
 	}
 	var body []byte
-	switch len(w.parts) {
+	switch len(parts) {
 	case 0:
 	case 1:
-		body = w.parts[0]
+		body = parts[0]
 	default:
 		w.gather = w.gather[:0]
-		for _, part := range w.parts {
+		for _, part := range parts {
 			w.gather = append(w.gather, part...)
 		}
 		body = w.gather
 	}
-	w.fd.DataHeader = meta.Bytes()
+	w.fd.DataHeader = header
 	w.fd.DataBody = body
 	err := w.stream.Send(&w.fd)
 	w.fd.DataBody = nil

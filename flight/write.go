@@ -117,7 +117,7 @@ type RecordSource interface {
 func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (*putResult, error) {
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
-	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 {
+	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 || q.Compression != "" {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp, layout and stage", q.Array)
 	}
 	a, err := s.openArray(ctx, q.Array, nil)

@@ -51,6 +51,9 @@ type Gauges struct {
 	// StreamsRunning and StreamsLimit are the DoGet/DoPut slots taken and
 	// available (-max-queries).
 	StreamsRunning, StreamsLimit func() int
+	// ZstdSent and ZstdSentRaw count the tile bytes DoGets sent still
+	// zstd-compressed ("compression": "zstd"), and what they hold.
+	ZstdSent, ZstdSentRaw func() uint64
 }
 
 // New returns a set of collectors with the Go and process collectors.
@@ -117,6 +120,8 @@ func (m *Metrics) SetGauges(g Gauges) {
 	}
 	counter("metadata_cache_hits_total", "Schema and fragment metadata lookups answered by the cache.", g.CacheHits)
 	counter("metadata_cache_misses_total", "Schema and fragment metadata lookups that read and decoded the file.", g.CacheMisses)
+	counter("zstd_passthrough_bytes_total", "Tile bytes DoGets sent as they are stored, zstd-compressed, without decompressing them (\"compression\": \"zstd\").", g.ZstdSent)
+	counter("zstd_passthrough_raw_bytes_total", "The bytes the zstd tile bytes DoGets sent compressed decompress to.", g.ZstdSentRaw)
 	if g.CacheEntries != nil {
 		gauge("metadata_cache_entries", "Schemas and fragments whose decoded metadata is cached.", func() float64 { return float64(g.CacheEntries()) })
 	}

@@ -86,6 +86,11 @@ type Query struct {
 	// Stage is only meaningful to DoPut: write the fragments without
 	// committing them (DESIGN.md §5, staged writes).
 	Stage bool
+	// Compression is CompressionZstd when the client accepts record
+	// batch bodies compressed with zstd (Arrow IPC body compression), ""
+	// otherwise: the server then sends tiles stored with zstd alone as
+	// they are, without decompressing them.
+	Compression string
 	// DropFailing is not a JSON key: the Flight SQL layer sets it so that
 	// a dense read with a filter returns only the cells that pass (as a
 	// sparse read does) instead of TileDB's fill values for the others,
@@ -107,17 +112,18 @@ func (a Aggregate) Column() string { return a.Op + "(" + a.Field + ")" }
 var AggregateOps = []string{"sum", "min", "max", "mean", "count", "null_count"}
 
 type rawQuery struct {
-	Array      *string         `json:"array"`
-	Columns    []string        `json:"columns"`
-	Subarray   json.RawMessage `json:"subarray"`
-	Layout     *string         `json:"layout"`
-	Timestamp  json.RawMessage `json:"timestamp"`
-	BatchRows  *int64          `json:"batch_rows"`
-	Limit      *int64          `json:"limit"`
-	Partitions *int64          `json:"partitions"`
-	Filter     *string         `json:"filter"`
-	Aggregates json.RawMessage `json:"aggregates"`
-	Stage      *bool           `json:"stage"`
+	Array       *string         `json:"array"`
+	Columns     []string        `json:"columns"`
+	Subarray    json.RawMessage `json:"subarray"`
+	Layout      *string         `json:"layout"`
+	Timestamp   json.RawMessage `json:"timestamp"`
+	BatchRows   *int64          `json:"batch_rows"`
+	Limit       *int64          `json:"limit"`
+	Partitions  *int64          `json:"partitions"`
+	Filter      *string         `json:"filter"`
+	Aggregates  json.RawMessage `json:"aggregates"`
+	Stage       *bool           `json:"stage"`
+	Compression *string         `json:"compression"`
 }
 
 func invalid(format string, args ...any) error {
@@ -222,8 +228,21 @@ func Parse(b []byte) (*Query, error) {
 	if raw.Stage != nil {
 		q.Stage = *raw.Stage
 	}
+	if raw.Compression != nil {
+		switch *raw.Compression {
+		case "none":
+		case CompressionZstd:
+			q.Compression = CompressionZstd
+		default:
+			return nil, invalid("array %q: compression %q is not one of none, zstd", q.Array, *raw.Compression)
+		}
+	}
 	return q, nil
 }
+
+// CompressionZstd is the value of the compression key that asks for
+// zstd-compressed record batch bodies.
+const CompressionZstd = "zstd"
 
 func parseAggregates(b json.RawMessage) ([]Aggregate, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -511,6 +530,10 @@ func (q *Query) MarshalJSON() ([]byte, error) {
 	}
 	if q.Stage {
 		b.WriteString(`,"stage":true`)
+	}
+	if q.Compression != "" {
+		b.WriteString(`,"compression":`)
+		writeJSON(&b, q.Compression)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
@@ -158,6 +159,10 @@ type chunk struct {
 	full bool
 	// wrapped is set once build made the tile buffers the columns.
 	wrapped bool
+	// cuts (a wrapped chunk with compressed columns) are the cells at
+	// which every compressed column has a chunk boundary, ascending, the
+	// last being n: the ends a batch of it may have.
+	cuts []int
 
 	n    int
 	cols []colData
@@ -179,9 +184,11 @@ type chunk struct {
 	need chan struct{}
 }
 
-// colData is one column of a built chunk in NewColumn's conventions.
+// colData is one column of a built chunk in NewColumn's conventions, or
+// (zstd set, data nil) the tile's chunks still compressed.
 type colData struct {
 	data, offsets, validity []byte
+	zstd                    []filters.ZstdChunk
 }
 
 type dense struct {
@@ -217,6 +224,9 @@ type dense struct {
 	// chunk.pass instead of being overwritten, and unwritten cells in
 	// chunk.written.
 	agg bool
+	// passZstd: wrapped tiles of SameBytes attributes are loaded
+	// compressed when they can be (Options.ZstdPassThrough).
+	passZstd bool
 	// stats, when set (aggregates without a filter), may answer a whole
 	// space tile that one fragment wrote from its tile statistics (see
 	// sparse.Input.Stats); the chunk is then marked answered.
@@ -247,6 +257,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 	for i := range s.Attributes {
 		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
 	}
+	d.passZstd = opt.ZstdPassThrough && !agg && p.Cond == nil && p.Limit < 0
 	if p.Cond != nil {
 		d.prog = eval.New(p.Cond)
 		d.fields = append([]arrowconv.Field(nil), fields...)
@@ -612,6 +623,17 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 				break
 			}
 			continue
+		}
+		if d.cur.cuts != nil && have == 0 {
+			rec, err := d.zstdBatch(want)
+			if err != nil {
+				d.finish()
+				return nil, err
+			}
+			if rec != nil {
+				return rec, nil
+			}
+			// No cut fits the batch: the chunk's columns were decoded.
 		}
 		k := min(want-have, d.cur.n-d.pos)
 		for i, f := range d.fields[:d.nout] {

@@ -278,6 +278,7 @@ type tileRef struct {
 	name   string
 	t      []uint64
 	lo, hi uint64
+	zstd   bool // load compressed when it can be (tileio.LoadZstd)
 }
 
 // cellRange is the byte range [lo, hi) of fragment fr's tile under region
@@ -309,9 +310,12 @@ func (d *dense) load(ctx context.Context, c *chunk, r tileRef) (*tileio.Tile, er
 	fr, name, t := r.fr, r.name, r.t
 	var tile *tileio.Tile
 	var err error
-	if r.hi > 0 {
+	switch {
+	case r.zstd:
+		tile, err = d.loader.LoadZstd(ctx, fr.f, name, fr.tileIndex(t), c.need)
+	case r.hi > 0:
 		tile, err = d.loader.LoadRange(ctx, fr.f, name, fr.tileIndex(t), c.need, r.lo, r.hi)
-	} else {
+	default:
 		tile, err = d.loader.LoadWhen(ctx, fr.f, name, fr.tileIndex(t), c.need)
 	}
 	if err != nil {
@@ -432,7 +436,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 			c.cols[i] = col
 			continue
 		}
-		refs = append(refs, tileRef{fr: fr, name: f.Name, t: t})
+		refs = append(refs, tileRef{fr: fr, name: f.Name, t: t, zstd: d.passZstd && i < d.nout && f.SameBytes()})
 		cols = append(cols, i)
 	}
 	// The budget bounds tiles being decoded; a wrapped tile is result
@@ -440,6 +444,14 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 	err := d.loadInOrder(ctx, c, refs, func(k int, tile *tileio.Tile) error {
 		i := cols[k]
 		f := d.fields[i]
+		if tile.Zstd != nil {
+			if tile.Cells != d.g.tileSize || tile.Cells != uint64(c.n) {
+				return errkind.Errorf(errkind.DataLoss, "array %s: fragment %s: attribute %q: tile %d holds %d cells, a space tile has %d",
+					d.p.Array.Dir, fr.f.Name, f.Name, fr.tileIndex(t), tile.Cells, d.g.tileSize)
+			}
+			c.cols[i] = colData{zstd: tile.Zstd}
+			return nil
+		}
 		if err := d.checkTile(fr, f, tile, fr.tileIndex(t)); err != nil {
 			return err
 		}
@@ -454,7 +466,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 		return err
 	}
 	c.wrapped = true
-	return nil
+	return d.cutZstd(c)
 }
 
 func (d *dense) fillColumn(f arrowconv.Field, n int) (colData, error) {

@@ -49,6 +49,13 @@ type Options struct {
 	// TileCache, when set, keeps decoded tiles across reads (see
 	// tileio.Cache); a daemon shares one between its queries.
 	TileCache *tileio.Cache
+	// ZstdPassThrough lets a dense read return batches whose columns are
+	// still the zstd frames they were stored in (*ZstdBatch), for a
+	// consumer that sends them on compressed: whole space tiles of one
+	// fragment, of attributes whose Arrow data buffer is the tile's bytes
+	// (arrowconv.Field.SameBytes) filtered by zstd alone, in reads without
+	// a filter or a limit. Every other batch is as without it.
+	ZstdPassThrough bool
 }
 
 // source is a read path: dense here, sparse in reader/sparse.

@@ -21,7 +21,7 @@ import (
 // fields and tiles the cache keeps load whole, as LoadWhen does (cached
 // whole, repeated small reads hit it).
 func (l *Loader) LoadRange(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, lo, hi uint64) (*Tile, error) {
-	return l.loadWhenRange(ctx, frag, name, t, need, false, &byteRange{lo, hi})
+	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{rng: &byteRange{lo, hi}})
 }
 
 // byteRange is the part [lo, hi) of a tile's Data a reader needs.

@@ -60,6 +60,9 @@ type Tile struct {
 	Offsets  []byte
 	Validity []byte
 	Cells    uint64
+	// Zstd, set only by LoadZstd, holds the tile's chunks still compressed
+	// (Data is then nil): the frames alias the bytes read from storage.
+	Zstd []filters.ZstdChunk
 
 	charge int64
 	loader *Loader
@@ -287,11 +290,28 @@ func (l *Loader) LoadPooled(ctx context.Context, frag *array.Fragment, name stri
 }
 
 func (l *Loader) loadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
-	return l.loadWhenRange(ctx, frag, name, t, need, pooled, nil)
+	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{pooled: pooled})
 }
 
-func (l *Loader) loadWhenRange(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool, rng *byteRange) (*Tile, error) {
-	tile, err := l.load(ctx, frag, name, t, need, pooled, rng)
+// LoadZstd is LoadWhen for a reader that can send zstd frames on without
+// decoding them: when the field is fixed-size, not nullable, and its tiles
+// are filtered by zstd alone, the tile comes back with Zstd set and Data
+// nil; any other tile (and one the cache holds decoded) comes back
+// decoded, as LoadWhen returns it. The budget is charged the decoded size
+// either way.
+func (l *Loader) LoadZstd(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{zstd: true})
+}
+
+// loadHow says what a load returns beyond a whole decoded tile.
+type loadHow struct {
+	pooled bool       // LoadPooled
+	rng    *byteRange // LoadRange
+	zstd   bool       // LoadZstd
+}
+
+func (l *Loader) loadWhenHow(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
+	tile, err := l.load(ctx, frag, name, t, need, how)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -339,7 +359,8 @@ func (l *Loader) CheckWorkingSet(need int64, what string) error {
 		l.arr.Dir, what, need, l.opt.MaxWorkingSet, l.opt.MemoryBudget)
 }
 
-func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool, rng *byteRange) (*Tile, error) {
+func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
+	pooled, rng := how.pooled, how.rng
 	f, err := l.field(frag, name)
 	if err != nil {
 		return nil, err
@@ -417,6 +438,17 @@ func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t 
 		validBytes, err = l.readTile(ctx, frag, validityFile(f), meta.TileValidityOffset, meta.PersistedTileValiditySize, f.metaIndex, t)
 		if err != nil {
 			return nil, err
+		}
+	}
+	if how.zstd && !f.isVar() && !f.nullable {
+		chunks, pass, err := fp.ZstdChunks(fixed, fixedSize)
+		if err != nil {
+			return nil, err
+		}
+		if pass {
+			tile.Zstd, tile.Cells = chunks, cells
+			ok = true
+			return tile, nil
 		}
 	}
 	partial := false // Data holds only the chunks LoadRange needs

@@ -67,7 +67,10 @@ def connect(uri: str, token: Optional[str] = None, tls_root_certs: Union[str, by
             ``authorization: Bearer TOKEN`` on every call.
         tls_root_certs: PEM root certificates (bytes, PEM text or a file
             path) to verify a ``grpc+tls`` daemon with.
-        **kwargs: passed to :class:`Client` (``max_workers``) and to
+        **kwargs: passed to :class:`Client` (``max_workers``; ``compression``:
+            ``"zstd"``, the default, lets the daemon send batches zstd-compressed,
+            tiles stored with zstd alone without decompressing them; ``"none"``
+            asks for plain batches) and to
             ``pyarrow.flight.FlightClient`` (e.g. ``disable_server_verification``).
 
     Connecting is lazy: the first call reaches the daemon.
@@ -85,7 +88,13 @@ class Client:
 
     def __init__(self, uri: str, token: Optional[str] = None,
                  tls_root_certs: Union[str, bytes, None] = None, *,
-                 max_workers: Optional[int] = None, **flight_kwargs: Any) -> None:
+                 max_workers: Optional[int] = None, compression: Optional[str] = "zstd",
+                 **flight_kwargs: Any) -> None:
+        if compression not in (None, "none", "zstd"):
+            raise ValueError(f"compression: None, 'none' or 'zstd', not {compression!r}")
+        # Reads ask for zstd-compressed batch bodies: pyarrow decompresses
+        # them, and the daemon sends tiles stored with zstd as they are.
+        self.compression = None if compression == "none" else compression
         if "://" not in uri:
             uri = "grpc://" + uri
         self.uri = uri
@@ -114,7 +123,7 @@ class Client:
         """What :func:`connect` needs to open this connection again (picklable;
         Spark and Dask workers use it)."""
         return {"uri": self.uri, "token": self._token, "tls_root_certs": self._tls,
-                **self._flight_kwargs}
+                "compression": self.compression or "none", **self._flight_kwargs}
 
     def _for_endpoint(self, ep: fl.FlightEndpoint) -> fl.FlightClient:
         # An endpoint without locations (tileflight's own) is read from this
@@ -277,8 +286,11 @@ class Client:
     def flight_info(self, name: str, columns: Optional[Sequence[str]] = None,
                     partitions: Optional[int] = None, **query: Any) -> fl.FlightInfo:
         """The FlightInfo of a read: schema, ``total_records`` and endpoints
-        (``partitions`` asks for that many)."""
+        (``partitions`` asks for that many). Its tickets carry the client's
+        ``compression`` unless ``query`` gives one."""
         q = self.query(name, columns=columns, partitions=partitions, **query)
+        if self.compression and "compression" not in q:
+            q["compression"] = self.compression
         try:
             return self._flight.get_flight_info(fl.FlightDescriptor.for_command(_query.dumps(q)),
                                                 options=self._options)
