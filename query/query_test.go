@@ -164,3 +164,36 @@ func TestParseFilterAndAggregates(t *testing.T) {
 		}
 	}
 }
+
+// compression takes none (the default) or zstd, and survives the canonical
+// rendering that endpoint tickets use.
+func TestParseCompression(t *testing.T) {
+	for _, c := range []struct {
+		json, want string
+		err        bool
+	}{
+		{`{"array":"a"}`, "", false},
+		{`{"array":"a","compression":"none"}`, "", false},
+		{`{"array":"a","compression":"zstd"}`, CompressionZstd, false},
+		{`{"array":"a","compression":"lz4"}`, "", true},
+		{`{"array":"a","compression":"ZSTD"}`, "", true},
+		{`{"array":"a","compression":1}`, "", true},
+	} {
+		q, err := Parse([]byte(c.json))
+		if c.err {
+			if !errors.Is(err, errkind.InvalidArgument) {
+				t.Errorf("%s: %v, want InvalidArgument", c.json, err)
+			}
+			continue
+		}
+		if err != nil || q.Compression != c.want {
+			t.Errorf("%s: %+v %v", c.json, q, err)
+			continue
+		}
+		b, _ := q.MarshalJSON()
+		q2, err := Parse(b)
+		if err != nil || q2.Compression != c.want {
+			t.Errorf("%s: rendered %s: %+v %v", c.json, b, q2, err)
+		}
+	}
+}
