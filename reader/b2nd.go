@@ -799,7 +799,16 @@ func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
 // openChunk reads and checks chunk n (its head only in a contiguous frame;
 // with its block 0 decoded when the chunk uses delta) into s.chunks.
 func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
-	c, err := s.a.ReadChunkHead(ctx, n)
+	var c *b2chunk.Chunk
+	var err error
+	if s.mapped != nil {
+		if b2ndBeforeHead != nil {
+			b2ndBeforeHead()
+		}
+		c, err = s.a.ChunkHeadMapped(ctx, n, s.mapped)
+	} else {
+		c, err = s.a.ReadChunkHead(ctx, n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -873,6 +882,10 @@ func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]int
 // b2ndBeforeDecode, when set (tests), runs when a read of a mapped file
 // has opened its chunks and is about to decode their blocks.
 var b2ndBeforeDecode func()
+
+// b2ndBeforeHead, when set (tests), runs before the head of a chunk of a
+// mapped file is read from the mapping.
+var b2ndBeforeHead func()
 
 // b2ndSpanBlocks counts the blocks decoded only where the subarray
 // covers them (tests).
