@@ -666,52 +666,68 @@ func decodePieces[J any](ctx context.Context, s *b2ndSource, jobs []J, key func(
 		b2ndBeforeDecode()
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w)
-	for _, pc := range pieces {
-		g.Go(func() (err error) {
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			piece := jobs[pc[0]:pc[1]]
-			n := key(&piece[0]).chunk
-			if s.mapped != nil {
-				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-				defer func() {
-					if r := recover(); r != nil {
-						if _, fault := r.(interface{ Addr() uintptr }); !fault {
-							panic(r)
-						}
-						err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
+	one := func(pc [2]int) (err error) {
+		piece := jobs[pc[0]:pc[1]]
+		n := key(&piece[0]).chunk
+		if s.mapped != nil {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					if _, fault := r.(interface{ Addr() uintptr }); !fault {
+						panic(r)
 					}
-				}()
-			}
-			oc := s.chunks[n]
-			c := oc.c
-			lo, hi := -1, -1
-			for i := range piece {
-				b := key(&piece[i]).block
-				if b >= c.NBlocks() {
-					return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", b, c.NBlocks()))
+					err = s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "the file changed while it was read (%v)", r))
 				}
-				if off, end := c.BlockRange(b); end > off {
-					if lo < 0 || off < lo {
-						lo = off
-					}
-					hi = max(hi, end)
-				}
+			}()
+		}
+		oc := s.chunks[n]
+		c := oc.c
+		lo, hi := -1, -1
+		for i := range piece {
+			b := key(&piece[i]).block
+			if b >= c.NBlocks() {
+				return s.a.ChunkErr(n, errkind.Errorf(errkind.DataLoss, "block %d of %d", b, c.NBlocks()))
 			}
-			var raw []byte
-			if c.Head() && lo >= 0 && s.mapped != nil {
-				pos, _ := s.a.ChunkPos(n)
-				raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
-			} else if c.Head() && lo >= 0 {
-				raw = getB2NDBuf(hi - lo)
-				defer putB2NDBuf(raw)
-				if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
+			if off, end := c.BlockRange(b); end > off {
+				if lo < 0 || off < lo {
+					lo = off
+				}
+				hi = max(hi, end)
+			}
+		}
+		var raw []byte
+		if c.Head() && lo >= 0 && s.mapped != nil {
+			pos, _ := s.a.ChunkPos(n)
+			raw = s.mapped[pos+int64(lo) : pos+int64(hi)]
+		} else if c.Head() && lo >= 0 {
+			raw = getB2NDBuf(hi - lo)
+			defer putB2NDBuf(raw)
+			if err := s.a.ReadChunkBytes(gctx, n, lo, hi, raw); err != nil {
+				return err
+			}
+		}
+		return decode(n, oc, piece, raw, lo)
+	}
+	// Each of the w workers takes the next piece until none is left (in
+	// order, as pieces are listed): a goroutine per worker, not per piece,
+	// since every new goroutine grows its stack again through the zstd
+	// decoder (stack copies were 2 % of a whole read's CPU with a
+	// goroutine per piece).
+	var next atomic.Int64
+	for range min(w, len(pieces)) {
+		g.Go(func() error {
+			for {
+				k := next.Add(1) - 1
+				if k >= int64(len(pieces)) {
+					return nil
+				}
+				if gctx.Err() != nil {
+					return gctx.Err()
+				}
+				if err := one(pieces[k]); err != nil {
 					return err
 				}
 			}
-			return decode(n, oc, piece, raw, lo)
 		})
 	}
 	return g.Wait()
@@ -783,7 +799,16 @@ func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
 // openChunk reads and checks chunk n (its head only in a contiguous frame;
 // with its block 0 decoded when the chunk uses delta) into s.chunks.
 func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
-	c, err := s.a.ReadChunkHead(ctx, n)
+	var c *b2chunk.Chunk
+	var err error
+	if s.mapped != nil {
+		if b2ndBeforeHead != nil {
+			b2ndBeforeHead()
+		}
+		c, err = s.a.ChunkHeadMapped(ctx, n, s.mapped)
+	} else {
+		c, err = s.a.ReadChunkHead(ctx, n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -857,6 +882,10 @@ func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]int
 // b2ndBeforeDecode, when set (tests), runs when a read of a mapped file
 // has opened its chunks and is about to decode their blocks.
 var b2ndBeforeDecode func()
+
+// b2ndBeforeHead, when set (tests), runs before the head of a chunk of a
+// mapped file is read from the mapping.
+var b2ndBeforeHead func()
 
 // b2ndSpanBlocks counts the blocks decoded only where the subarray
 // covers them (tests).

@@ -356,22 +356,29 @@ func TestB2NDMappedFileTruncated(t *testing.T) {
 			rec.Release()
 		}
 	}
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n, err := read()
-	if err != nil || n == 0 {
-		t.Fatalf("intact read: %d rows, %v", n, err)
-	}
-	defer func() { b2ndBeforeDecode = nil }()
-	b2ndBeforeDecode = func() {
-		if err := os.Truncate(path, 0); err != nil {
-			t.Error(err)
+	// The file is truncated once its mapping is made: before the chunks'
+	// heads are read from it, or before their blocks are decoded.
+	for _, hook := range []struct {
+		name string
+		at   *func()
+	}{{"heads", &b2ndBeforeHead}, {"blocks", &b2ndBeforeDecode}} {
+		if err := os.WriteFile(path, src, 0o644); err != nil {
+			t.Fatal(err)
 		}
+		n, err := read()
+		if err != nil || n == 0 {
+			t.Fatalf("intact read: %d rows, %v", n, err)
+		}
+		*hook.at = func() {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Error(err)
+			}
+		}
+		_, err = read()
+		*hook.at = nil
+		if errkind.Of(err) != errkind.DataLoss {
+			t.Fatalf("read of a file truncated under its mapping before the %s: %v, want DataLoss", hook.name, err)
+		}
+		t.Log(hook.name, err)
 	}
-	_, err = read()
-	if errkind.Of(err) != errkind.DataLoss {
-		t.Fatalf("read of a file truncated under its mapping: %v, want DataLoss", err)
-	}
-	t.Log(err)
 }
