@@ -119,28 +119,30 @@ def run(args):
         # Each measurement also records CPU seconds: the daemon's (from
         # /proc, jiffies) for DoGets, this process's (blosc2's threads
         # included) for python-blosc2.
-        # The daemons take turns going first after blosc2 (a read right after
-        # python-blosc2's meets caches it has just filled; one right after
-        # the same daemon's whole read meets its own): with a baseline, each
-        # position favours neither.
+        # Every contender takes every position in turn (a rotating order,
+        # whole reads then boxes): a read right after another one meets the
+        # caches it has just filled, and a fixed order, or one that rotates
+        # only the daemons after python-blosc2, favours some position (the
+        # box ratio moved by 0.1-0.2 between identical builds). Use a
+        # multiple of the number of contenders as --rounds.
         daemons = [("flightd", fd.pid, c, True)] + ([("baseline", base.pid, cb, False)] if cb else [])
         for k in range(args.rounds):
             r = {}
-            order = daemons if k % 2 == 0 else daemons[::-1]
-            r["blosc2 whole"], r["cpu blosc2 whole"], v = cpu_timed(None, lambda: blosc2.open(path)[:])
-            assert v.size == ROWS * COLS
-            del v
-            for name, pid, cl, own in order:
-                r[f"{name} whole"], r[f"cpu {name} whole"], t = cpu_timed(
-                    pid, lambda: cl.do_get(whole_t).read_all(), (r, "cpu client whole") if own else None)
-                assert t.num_rows == ROWS * COLS
-                del t
-            r["blosc2 box"], r["cpu blosc2 box"], v = cpu_timed(None, lambda: blosc2.open(path)[r0:r1, c0:c1])
-            assert v.size == box_cells
-            for name, pid, cl, own in order:
-                r[f"{name} box"], r[f"cpu {name} box"], t = cpu_timed(
-                    pid, lambda: cl.do_get(box_t).read_all(), (r, "cpu client box") if own else None)
-                assert t.num_rows == box_cells
+            order = [None] + daemons  # None: python-blosc2 in-process
+            order = order[k % len(order):] + order[:k % len(order)]
+            for what, ticket, cells, sl in (("whole", whole_t, ROWS * COLS, np.s_[:]),
+                                            ("box", box_t, box_cells, np.s_[r0:r1, c0:c1])):
+                for who in order:
+                    if who is None:
+                        r[f"blosc2 {what}"], r[f"cpu blosc2 {what}"], v = cpu_timed(None, lambda: blosc2.open(path)[sl])
+                        assert v.size == cells
+                        del v
+                        continue
+                    name, pid, cl, own = who
+                    r[f"{name} {what}"], r[f"cpu {name} {what}"], t = cpu_timed(
+                        pid, lambda: cl.do_get(ticket).read_all(), (r, f"cpu client {what}") if own else None)
+                    assert t.num_rows == cells
+                    del t
             rounds.append(r)
         c.close()
         if cb:
@@ -231,7 +233,7 @@ def run(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flightd", default="bin/flightd")
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--append")
     ap.add_argument("--baseline", help="another flightd binary measured in the same rounds (before/after)")
     ap.add_argument("--baseline-label", help="how the results name the baseline (default: its path)")
