@@ -89,8 +89,8 @@ type Service struct {
 	sql aflight.FlightServer
 	// tiles keeps decoded tiles between queries (nil: none).
 	tiles *tileio.Cache
-	// idle trims memory once no call has run for cfg.IdleTrim (nil:
-	// never); streams and actions hold it off.
+	// idle gives memory back once no call has run for cfg.IdleTrim and
+	// cfg.IdleRelease (nil: never); streams and actions hold it off.
 	idle *idletrim.Trimmer
 }
 
