@@ -7,8 +7,9 @@
 // collections count them, and at GOGC=50 its heap may grow to 1.5 times
 // what is live, so up to bufpool.MaxPooled of idle buffers lets any query
 // (a dense scan, which does not use the pool) peak higher. Dropping them
-// costs nothing but their reuse: the first sparse scan after a trim
-// allocates afresh, as the first one ever did.
+// costs the next query that needs that memory: it allocates afresh and
+// faults the pages back (measured: ~25 ms on a 10 M cell sparse scan,
+// ~15 ms over twenty 1 % boxes), never a client's back-to-back queries.
 //
 // Why the OS only later: the runtime keeps freed heap resident (its
 // scavenger returns only what exceeds the last collection's heap goal, and
