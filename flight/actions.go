@@ -108,7 +108,13 @@ func (s *Service) DoAction(a *aflight.Action, stream aflight.FlightService_DoAct
 	if len(a.Body) > maxActionBody {
 		return toStatus(errkind.Errorf(errkind.ResourceExhausted, "action %s: body of %d bytes, at most %d", a.Type, len(a.Body), maxActionBody))
 	}
-	out, err := def.run(s, ctx, a.Body)
+	// Actions (consolidation, ...) read and write tiles too: no idle trim
+	// while one runs, and a panic (recovered by the interceptor) still
+	// ends it.
+	out, err := func() (any, error) {
+		defer s.idle.Begin()()
+		return def.run(s, ctx, a.Body)
+	}()
 	if err != nil {
 		return toStatus(fmt.Errorf("action %s: %w", a.Type, err))
 	}

@@ -141,8 +141,13 @@ func TestDenseSubarray(t *testing.T) {
 // serve runs the service on a loopback port and returns a client.
 func serve(t *testing.T, cfg Config) aflight.Client {
 	t.Helper()
-	svc := NewService(cfg)
-	ua, sa := AuthInterceptors(cfg.Tokens)
+	return serveService(t, NewService(cfg))
+}
+
+// serveService is serve for a service the test keeps a hold of.
+func serveService(t *testing.T, svc *Service) aflight.Client {
+	t.Helper()
+	ua, sa := AuthInterceptors(svc.cfg.Tokens)
 	ul, sl := AccessLog(zerolog.Nop())
 	// The daemon's transport (TransportOptions: sendCodec) under the
 	// tests, as in cmd/flightd.

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
@@ -69,6 +70,12 @@ type Config struct {
 	// Metrics, when not nil, receives what DoPut commits and aborts (see
 	// also AccessLogWith and Gauges).
 	Metrics *metrics.Metrics
+
+	// IdleTrim, when > 0, is how long no DoGet, DoPut or action must run
+	// before the service drops the pooled buffers queries left behind;
+	// IdleRelease, when > 0, how long before it also returns the free heap
+	// to the operating system (internal/idletrim). 0: never.
+	IdleTrim, IdleRelease time.Duration
 }
 
 // Service implements the Flight RPCs.
@@ -82,6 +89,9 @@ type Service struct {
 	sql aflight.FlightServer
 	// tiles keeps decoded tiles between queries (nil: none).
 	tiles *tileio.Cache
+	// idle gives memory back once no call has run for cfg.IdleTrim and
+	// cfg.IdleRelease (nil: never); streams and actions hold it off.
+	idle *idletrim.Trimmer
 }
 
 // NewService returns a Flight service over cfg.Store.
@@ -92,8 +102,19 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
-	return &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
+	s := &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: array.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
 		tiles: tileio.NewCache(cfg.TileCacheBytes)}
+	s.idle = idletrim.New(
+		idletrim.Stage{After: cfg.IdleTrim, Do: func() {
+			n := idletrim.DropPools()
+			cfg.Log.Debug().Int64("bytes", n).Msg("idle: pooled buffers dropped")
+		}},
+		idletrim.Stage{After: cfg.IdleRelease, Do: func() {
+			t := time.Now()
+			idletrim.ReturnToOS()
+			cfg.Log.Debug().Dur("took", time.Since(t)).Msg("idle: free memory returned to the OS")
+		}})
+	return s
 }
 
 // acquireStream takes one of the concurrent stream slots, or says why not.
@@ -102,7 +123,8 @@ func NewService(cfg Config) *Service {
 func (s *Service) acquireStream() (release func(), err error) {
 	select {
 	case s.streams <- struct{}{}:
-		return func() { <-s.streams }, nil
+		end := s.idle.Begin()
+		return func() { <-s.streams; end() }, nil
 	default:
 		return nil, errkind.Errorf(errkind.ResourceExhausted,
 			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))

@@ -35,6 +35,7 @@ import (
 	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/flight"
 	"github.com/tileflight/tileflight/flightsql"
+	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
 )
@@ -79,6 +80,8 @@ type serveConfig struct {
 	version         bool
 	metricsListen   string
 	idleTimeout     time.Duration
+	idleTrim        time.Duration
+	idleRelease     time.Duration
 	// getenv is where NO_COLOR is read (tests give their own).
 	getenv         func(string) string
 	pprofListen    string
@@ -127,6 +130,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.BoolVar(&c.version, "version", false, "print the version and commit, then exit")
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "HOST:PORT serving Prometheus metrics on /metrics (off when empty)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 30*time.Minute, "close client connections idle (no call running) this long (0: never)")
+	fs.DurationVar(&c.idleTrim, "idle-trim", idletrim.DefaultDropPools, "once no DoGet, DoPut or action has run this long, drop the buffers queries left pooled (0: never)")
+	fs.DurationVar(&c.idleRelease, "idle-release", idletrim.DefaultReturnToOS, "once no DoGet, DoPut or action has run this long, return the daemon's free memory to the OS (0: never; the next query faults it back in)")
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	c.tileCacheBytes = tileio.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
@@ -277,6 +282,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
 		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
+		IdleTrim: c.idleTrim, IdleRelease: c.idleRelease,
 	}
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)

@@ -173,3 +173,25 @@ func (b *Buf) Reallocate(n int, old []byte) []byte {
 func (b *Buf) Free([]byte) { b.Release() }
 
 var _ memory.Allocator = (*Buf)(nil)
+
+// Trim empties the free lists and returns the bytes they held, now left
+// to the collector. Buffers in use are not touched: they come back to the
+// (emptied) lists as usual. The daemon trims when it is idle
+// (internal/idletrim): pooled buffers are live heap, which the next
+// query's heap goal would otherwise count.
+func Trim() int64 {
+	var n int64
+	lists.Range(func(k, l any) bool {
+		c := int64(k.(int))
+		for {
+			select {
+			case <-l.(chan []byte):
+				pooled.Add(-c)
+				n += c
+			default:
+				return true
+			}
+		}
+	})
+	return n
+}

@@ -109,3 +109,23 @@ func drain(n int) {
 		}
 	}
 }
+
+// TestTrim: Trim empties every class and reports what they held; a
+// buffer in use when it ran still comes back to the lists afterwards.
+func TestTrim(t *testing.T) {
+	Trim()
+	a, b, inUse := Get(100_000), Get(3<<20), Get(5000)
+	Put(a)
+	Put(b)
+	want := int64(cap(a) + cap(b))
+	if n := Trim(); n != want || Pooled() != 0 {
+		t.Fatalf("Trim dropped %d, want %d; %d still pooled", n, want, Pooled())
+	}
+	if c := Get(100_000); &c[:1][0] == &a[:1][0] {
+		t.Fatal("a trimmed buffer was handed out again")
+	}
+	Put(inUse)
+	if Pooled() != int64(cap(inUse)) {
+		t.Fatalf("Pooled %d after putting back the buffer in use, want %d", Pooled(), cap(inUse))
+	}
+}
