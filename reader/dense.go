@@ -163,6 +163,8 @@ type chunk struct {
 	// which every compressed column has a chunk boundary, ascending, the
 	// last being n: the ends a batch of it may have.
 	cuts []int
+	// from names the fragment and tile of a wrapped chunk, for errors.
+	from string
 
 	n    int
 	cols []colData

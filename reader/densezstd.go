@@ -148,7 +148,7 @@ func (d *dense) decodeZstdCol(c *chunk, i int) error {
 	}
 	data := make([]byte, c.n*f.CellSize())
 	if err := filters.DecodeZstdFrames(frames, sizes, data); err != nil {
-		return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: attribute %q: %w", d.p.Array.Dir, f.Name, err))
+		return errkind.Wrap(errkind.DataLoss, fmt.Errorf("array %s: %s: attribute %q: %w", d.p.Array.Dir, c.from, f.Name, err))
 	}
 	c.cols[i] = colData{data: data}
 	return nil

@@ -450,6 +450,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 					d.p.Array.Dir, fr.f.Name, f.Name, fr.tileIndex(t), tile.Cells, d.g.tileSize)
 			}
 			c.cols[i] = colData{zstd: tile.Zstd}
+			c.from = fmt.Sprintf("fragment %s: tile %d", fr.f.Name, fr.tileIndex(t))
 			return nil
 		}
 		if err := d.checkTile(fr, f, tile, fr.tileIndex(t)); err != nil {
