@@ -2,6 +2,7 @@ package filters
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -107,24 +108,32 @@ func zstdParts(c chunk) (parts [][]byte, sizes []uint64, err error) {
 }
 
 // DecodeZstdFrames decompresses frames, zstd frames of sizes[i] bytes
-// each, back to back into dst, which must be exactly their total.
+// each, back to back into dst, which must be exactly their total; frames
+// of a large dst decompress on every core.
 func DecodeZstdFrames(frames [][]byte, sizes []uint64, dst []byte) error {
 	if len(frames) != len(sizes) {
 		return fmt.Errorf("%d zstd frames with %d sizes", len(frames), len(sizes))
 	}
-	var off uint64
-	for i, f := range frames {
-		n := sizes[i]
-		if n > uint64(len(dst))-off {
-			return fmt.Errorf("%w: frame %d holds %d bytes, %d are left", wire.ErrCorrupt, i, n, uint64(len(dst))-off)
+	offs := make([]uint64, len(frames)+1)
+	for i, n := range sizes {
+		if n > uint64(len(dst))-offs[i] {
+			return fmt.Errorf("%w: frame %d holds %d bytes, %d are left", wire.ErrCorrupt, i, n, uint64(len(dst))-offs[i])
 		}
-		if err := (zstdCodec{}).decompress(dst[off:off+n], f); err != nil {
+		offs[i+1] = offs[i] + n
+	}
+	if offs[len(frames)] != uint64(len(dst)) {
+		return fmt.Errorf("%w: frames hold %d bytes, want %d", wire.ErrCorrupt, offs[len(frames)], len(dst))
+	}
+	conc := 1
+	if len(dst) >= parallelMin {
+		conc = runtime.GOMAXPROCS(0)
+	}
+	return parallel(len(frames), conc, func(i int) error {
+		// Each frame gets exactly its own space: the decoder may write past
+		// the end of what it decodes when the slice has room.
+		if err := (zstdCodec{}).decompress(dst[offs[i]:offs[i+1]:offs[i+1]], frames[i]); err != nil {
 			return fmt.Errorf("frame %d: %w", i, err)
 		}
-		off += n
-	}
-	if off != uint64(len(dst)) {
-		return fmt.Errorf("%w: frames hold %d bytes, want %d", wire.ErrCorrupt, off, len(dst))
-	}
-	return nil
+		return nil
+	})
 }
