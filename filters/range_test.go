@@ -74,6 +74,25 @@ func TestUnfilterRange(t *testing.T) {
 // are real multi-chunk tiles (a fuzzed pattern, filtered by an LZ4 or an
 // empty pipeline) with fuzzed byte edits and a fuzzed truncation, so
 // that inputs stay small and executions cheap.
+// fuzzedTile filters a tile of size bytes repeating pattern through p,
+// then applies edits (triples: position / 256, position % 256, xor) and
+// cuts cut bytes off the end (modulo the length).
+func fuzzedTile(t *testing.T, p *Pipeline, size int, pattern, edits []byte, cut uint32) []byte {
+	if len(pattern) == 0 {
+		pattern = []byte{0}
+	}
+	tile := bytes.Repeat(pattern, size/len(pattern)+1)[:size]
+	filtered, err := p.FilterTile(tile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k+2 < len(edits); k += 3 {
+		pos := (int(edits[k])<<8 | int(edits[k+1])) * len(filtered) >> 16
+		filtered[pos] ^= edits[k+2]
+	}
+	return filtered[:len(filtered)-int(cut)%(len(filtered)+1)]
+}
+
 func FuzzUnfilterRange(f *testing.F) {
 	const size = 3*MaxChunkSize + 8*10
 	pipes := []pipeline.Pipeline{pipe(pipeline.LZ4), pipe()}
@@ -85,19 +104,7 @@ func FuzzUnfilterRange(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pattern) == 0 {
-			pattern = []byte{0}
-		}
-		tile := bytes.Repeat(pattern, size/len(pattern)+1)[:size]
-		filtered, err := p.FilterTile(tile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := 0; k+2 < len(edits); k += 3 { // (position / 256, position % 256, xor)
-			pos := (int(edits[k])<<8 | int(edits[k+1])) * len(filtered) >> 16
-			filtered[pos] ^= edits[k+2]
-		}
-		filtered = filtered[:len(filtered)-int(cut)%(len(filtered)+1)]
+		filtered := fuzzedTile(t, p, size, pattern, edits, cut)
 		lo, hi = lo%(size+8), hi%(size+8)
 		data, a, b, _, _, err := p.UnfilterRange(bytes.Clone(filtered), size, lo, hi)
 		if err != nil {

@@ -87,19 +87,7 @@ func FuzzZstdChunks(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, pattern, edits []byte, cut uint32) {
-		if len(pattern) == 0 {
-			pattern = []byte{0}
-		}
-		tile := bytes.Repeat(pattern, size/len(pattern)+1)[:size]
-		filtered, err := p.FilterTile(tile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := 0; k+2 < len(edits); k += 3 { // (position / 256, position % 256, xor)
-			pos := (int(edits[k])<<8 | int(edits[k+1])) * len(filtered) >> 16
-			filtered[pos] ^= edits[k+2]
-		}
-		filtered = filtered[:len(filtered)-int(cut)%(len(filtered)+1)]
+		filtered := fuzzedTile(t, p, size, pattern, edits, cut)
 		chunks, ok, err := p.ZstdChunks(filtered, size)
 		if err != nil || !ok {
 			return

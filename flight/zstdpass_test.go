@@ -141,20 +141,26 @@ func (r *replay) Recv() (*aflight.FlightData, error) {
 	return m, nil
 }
 
-// With "compression": "zstd" a DoGet returns exactly what it returns
-// without, for every mix of columns, batch size, subarray and layout;
-// whole tiles of zstd-only attributes cross the wire still compressed.
-func TestZstdPassThrough(t *testing.T) {
-	ctx := context.Background()
+// zstdPassServer serves a new, empty array "z" of zstdPassSchema.
+func zstdPassServer(t *testing.T) aflight.Client {
+	t.Helper()
 	st := storage.NewMem()
 	s, err := schema.FromJSON([]byte(zstdPassSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.CreateArray(ctx, st, "z", s); err != nil {
+	if err := writer.CreateArray(context.Background(), st, "z", s); err != nil {
 		t.Fatal(err)
 	}
-	c := serve(t, Config{Store: st})
+	return serve(t, Config{Store: st})
+}
+
+// With "compression": "zstd" a DoGet returns exactly what it returns
+// without, for every mix of columns, batch size, subarray and layout;
+// whole tiles of zstd-only attributes cross the wire still compressed.
+func TestZstdPassThrough(t *testing.T) {
+	ctx := context.Background()
+	c := zstdPassServer(t)
 	for _, rows := range [][2]int{{0, 2099}, {800, 1100}} { // the second overwrites tile 1 in part
 		rec := zstdPassRecord(rows[0], rows[1])
 		err := putSlices(ctx, c, &aflight.FlightDescriptor{Type: aflight.DescriptorCMD,
@@ -219,15 +225,7 @@ func TestZstdPassThrough(t *testing.T) {
 // refused, and only none and zstd are values.
 func TestZstdPassThroughKey(t *testing.T) {
 	ctx := context.Background()
-	st := storage.NewMem()
-	s, err := schema.FromJSON([]byte(zstdPassSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writer.CreateArray(ctx, st, "z", s); err != nil {
-		t.Fatal(err)
-	}
-	c := serve(t, Config{Store: st})
+	c := zstdPassServer(t)
 	rec := zstdPassRecord(0, 699)
 	defer rec.Release()
 	if _, err := doPut(ctx, c, &aflight.FlightDescriptor{Type: aflight.DescriptorCMD, Cmd: []byte(`{"array":"z","compression":"zstd"}`)}, rec); err == nil {
