@@ -191,6 +191,7 @@ type chunk struct {
 type colData struct {
 	data, offsets, validity []byte
 	zstd                    []filters.ZstdChunk
+	zstdEnds                []int // the cell after each of zstd's chunks (cutZstd)
 }
 
 type dense struct {

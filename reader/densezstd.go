@@ -57,6 +57,7 @@ func (d *dense) cutZstd(c *chunk) error {
 			continue
 		}
 		ends[i] = e
+		c.cols[i].zstdEnds = e
 	}
 	for len(ends) > 0 {
 		if common := intersectAll(ends, -1); batchable(common, want) {
@@ -184,7 +185,7 @@ func (d *dense) zstdBatch(want int) (arrow.RecordBatch, error) {
 			plain[i] = a
 			continue
 		}
-		ends := chunkEnds(col.zstd, f.CellSize())
+		ends := col.zstdEnds
 		j0 := 0
 		if d.pos > 0 {
 			j, _ := slices.BinarySearch(ends, d.pos)
