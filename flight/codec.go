@@ -20,8 +20,9 @@ import (
 //
 // gRPC's protobuf codec marshals a FlightData by copying its body into a
 // new buffer, and a body of several Arrow buffers had first been gathered
-// into one: two copies of every byte a DoGet sends, on top of the one
-// gRPC makes into its frames and the kernel's. sendCodec writes the
+// into one: two copies of every byte a DoGet sends, on top of the
+// kernel's (and of gRPC's into its write buffer, which plaintext
+// connections do without: internal/sendconn). sendCodec writes the
 // protobuf framing of the message itself (data_header, then data_body's
 // tag and length) and hands gRPC the body's Arrow buffers as they are,
 // each a mem.Buffer whose release is tied to the record's: gRPC writes

@@ -152,13 +152,13 @@ func serveService(t *testing.T, svc *Service) aflight.Client {
 	// The daemon's transport (TransportOptions: sendCodec) under the
 	// tests, as in cmd/flightd.
 	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa)},
-		TransportOptions()...)...)
+		TransportOptions(true)...)...)
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(lis)
+	go srv.Serve(TransportListener(lis, true))
 	t.Cleanup(srv.Stop)
 	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -7,13 +7,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/tileflight/tileflight/internal/sendconn"
 )
 
 // payloadWriter sends IPC payloads as FlightData messages, as arrow-go's
 // flight.Writer does, but without copying bodies into buffers of its own.
 // On a server with sendCodec (TransportOptions) a body goes to gRPC as
 // the record's own buffers, and the record stays retained until gRPC has
-// written them: gRPC then copies each byte once, into its frames. On any
+// passed them on: gRPC then copies each byte once, into its write buffer,
+// or, on a sendconn.Conn, not at all (the Conn writes the buffers where
+// they are and the record is released once it has). On any
 // other server a body of one buffer is handed to the protobuf codec as it
 // is and only bodies of several buffers are gathered into one reused
 // buffer; that codec copies the message while SendMsg runs.
@@ -23,6 +26,7 @@ import (
 type payloadWriter struct {
 	stream   dataSender
 	zeroCopy bool
+	conn     *sendconn.Conn    // the stream's connection, when it is one (nil: gRPC copies)
 	rec      arrow.RecordBatch // the record whose payloads are being written
 	parts    [][]byte          // the body's slices, as SerializeBody writes them
 	gather   []byte
@@ -37,7 +41,11 @@ type dataSender interface {
 }
 
 func newPayloadWriter(s dataSender) *payloadWriter {
-	return &payloadWriter{stream: s, zeroCopy: zeroCopy(s.Context())}
+	w := &payloadWriter{stream: s, zeroCopy: zeroCopy(s.Context())}
+	if w.zeroCopy {
+		w.conn = sendconn.FromContext(s.Context())
+	}
+	return w
 }
 
 // holding names the record that the next payloads belong to.
@@ -68,8 +76,15 @@ func (w *payloadWriter) send(header []byte, parts [][]byte) error {
 		if w.rec != nil && len(parts) > 0 {
 			rec := w.rec
 			rec.Retain()
+			release := rec.Release
+			if conn := w.conn; conn != nil {
+				// The connection may write the parts from where they
+				// are; the record is released once it has.
+				id := conn.Hold(parts)
+				release = func() { conn.Done(id, rec.Release) }
+			}
 			var once sync.Once
-			m.release = func() { once.Do(rec.Release) }
+			m.release = func() { once.Do(release) }
 		}
 		return w.stream.SendMsg(&m)
 	}

@@ -134,10 +134,10 @@ func main() {
 	}
 	// The daemon's transport settings, so that this ceiling differs from
 	// flightd only in holding its results in memory.
-	srv := grpc.NewServer(append(flight.TransportOptions(), grpc.MaxRecvMsgSize(64<<20))...)
+	srv := grpc.NewServer(append(flight.TransportOptions(true), grpc.MaxRecvMsgSize(64<<20))...)
 	aflight.RegisterFlightServiceServer(srv, &server{store: st, tables: map[string]*table{}})
 	fmt.Printf("ready grpc://%s\n", lis.Addr())
-	if err := srv.Serve(lis); err != nil {
+	if err := srv.Serve(flight.TransportListener(lis, true)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -321,14 +321,16 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
-	opts = append(opts, flight.TransportOptions()...)
 	scheme := "grpc"
-	if c.tlsCert != "" {
+	if c.tlsCert == "" {
+		opts = append(opts, flight.TransportOptions(true)...)
+	} else {
 		creds, err := credentials.NewServerTLSFromFile(c.tlsCert, c.tlsKey)
 		if err != nil {
 			return fmt.Errorf("TLS: %w", err)
 		}
 		opts = append(opts, grpc.Creds(creds))
+		opts = append(opts, flight.TransportOptions(false)...)
 		scheme = "grpc+tls"
 	}
 	srv := grpc.NewServer(opts...)
@@ -352,6 +354,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.listen, err)
 	}
+	lis = flight.TransportListener(lis, scheme == "grpc")
 	addr := lis.Addr().String()
 	if host, _, _ := net.SplitHostPort(addr); len(tokens) == 0 || scheme == "grpc" {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
