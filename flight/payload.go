@@ -82,6 +82,13 @@ func (w *payloadWriter) send(header []byte, parts [][]byte) error {
 				// are; the record is released once it has.
 				id := conn.Hold(parts)
 				release = func() { conn.Done(id, rec.Release) }
+				var once sync.Once
+				m.release = func() { once.Do(release) }
+				err := w.stream.SendMsg(&m)
+				if err == nil {
+					conn.Sent(id)
+				}
+				return err
 			}
 			var once sync.Once
 			m.release = func() { once.Do(release) }

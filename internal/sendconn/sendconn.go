@@ -25,11 +25,11 @@
 // window for its stream or for the connection below one full frame (gRPC
 // would then wait for a window update that the peer sends only once it
 // has the bytes; the Conn follows the windows from the SETTINGS and
-// WINDOW_UPDATE frames it reads); when the last held message gRPC has
-// been given is passed on (the sender is behind: gRPC is about to wait
-// for it); and otherwise after IdleFlush at the latest (messages that
-// were not held, from a producer that pauses). A window followed wrongly
-// costs time, never a byte.
+// WINDOW_UPDATE frames it reads); when a held message is passed on and
+// no other one is queued (gRPC's writer is about to wait for the sender,
+// where it would flush its own buffer); and otherwise after IdleFlush at
+// the latest (messages that were not held, from a producer that pauses).
+// A window followed wrongly costs time, never a byte.
 //
 // Only plaintext connections qualify: under TLS the bytes a Conn sees are
 // records, not frames.
@@ -165,9 +165,10 @@ type Conn struct {
 type state struct {
 	held     []span
 	nextID   uint64
-	inflight int      // messages held and not yet done
-	retained int      // entries of out that reference held buffers
-	deferred []func() // releases waiting for the next write
+	msgs     map[uint64]bool // held messages not yet done: whether gRPC has queued them (Sent)
+	queued   int             // of those, how many are queued
+	retained int             // entries of out that reference held buffers
+	deferred []func()        // releases waiting for the next write
 	closed   bool
 	win      windows
 }
@@ -199,29 +200,45 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Hold declares the buffers of a message about to be sent (gRPC's
+// Hold declares the buffers of a message about to be sent (before gRPC's
 // SendMsg): the Conn may write slices of them where they are. The id is
-// for Done.
+// for Sent and Done.
 func (c *Conn) Hold(bufs [][]byte) uint64 {
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	c.st.nextID++
-	c.st.inflight++
+	id := c.st.nextID
+	if c.st.msgs == nil {
+		c.st.msgs = map[uint64]bool{}
+	}
+	c.st.msgs[id] = false
 	for _, b := range bufs {
 		if len(b) < zeroCopyMin {
 			continue
 		}
 		lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-		c.st.held = append(c.st.held, span{lo: lo, hi: lo + uintptr(len(b)), id: c.st.nextID})
+		c.st.held = append(c.st.held, span{lo: lo, hi: lo + uintptr(len(b)), id: id})
 	}
-	return c.st.nextID
+	return id
+}
+
+// Sent says that gRPC has queued Hold's id (SendMsg returned): its writer
+// has it to write next, if it has not written it already.
+func (c *Conn) Sent(id uint64) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if queued, ok := c.st.msgs[id]; ok && !queued {
+		c.st.msgs[id] = true
+		c.st.queued++
+	}
 }
 
 // Done says that gRPC has passed on every byte of Hold's id (or dropped
-// the message): release, which frees the buffers, runs once none of
-// their bytes waits to be written: at once, or after the next write. When
-// no held message is left to come, what is pending is written now: the
-// sender is behind and gRPC is about to wait for it.
+// the message): release, which frees its buffers, runs once none of
+// their bytes waits to be written: at once, or after the next write.
+// When no other held message is queued, what is pending is written now:
+// gRPC's writer is about to wait for the sender (as it would flush its
+// own buffer).
 func (c *Conn) Done(id uint64, release func()) {
 	c.smu.Lock()
 	kept := c.st.held[:0]
@@ -232,18 +249,19 @@ func (c *Conn) Done(id uint64, release func()) {
 	}
 	clear(c.st.held[len(kept):])
 	c.st.held = kept
-	c.st.inflight--
-	idle := c.st.inflight == 0
-	if c.st.retained == 0 || c.st.closed {
-		c.smu.Unlock()
-		release()
-		if idle {
-			c.flushNow()
-		}
-		return
+	if c.st.msgs[id] {
+		c.st.queued--
 	}
-	c.st.deferred = append(c.st.deferred, release)
+	delete(c.st.msgs, id)
+	idle := c.st.queued == 0
+	now := c.st.retained == 0 || c.st.closed
+	if !now {
+		c.st.deferred = append(c.st.deferred, release)
+	}
 	c.smu.Unlock()
+	if now {
+		release()
+	}
 	if idle {
 		c.flushNow()
 	}

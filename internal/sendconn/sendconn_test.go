@@ -208,8 +208,10 @@ func TestReleaseAfterWrite(t *testing.T) {
 	buf := pattern(2*maxFrame, 3)
 	want := append(frame(frameData, 0, 1, buf[:maxFrame]), frame(frameData, 0, 1, buf[maxFrame:])...)
 	id := c.Hold([][]byte{buf})
-	// A second message is still to come, so nothing forces a write yet.
+	c.Sent(id)
+	// A second message is queued behind it, so nothing forces a write yet.
 	next := c.Hold([][]byte{pattern(maxFrame, 4)})
+	c.Sent(next)
 	writeAs(t, c, [][]byte{header(frameData, 0, 1, maxFrame), buf[:maxFrame], header(frameData, 0, 1, maxFrame), buf[maxFrame:]})
 	var released atomic.Bool
 	c.Done(id, func() { released.Store(true) })
@@ -217,7 +219,7 @@ func TestReleaseAfterWrite(t *testing.T) {
 		t.Fatal("released while its bytes were pending")
 	}
 	nothingArrives(t, peerc, 50*time.Millisecond)
-	// The last held message is done: the Conn writes, then releases.
+	// No held message is queued any more: the Conn writes, then releases.
 	c.Done(next, func() {})
 	if !released.Load() {
 		t.Fatal("not released once written")
@@ -360,5 +362,19 @@ func TestWindowsForget(t *testing.T) {
 	w.feed(frame(frameHeaders, 0x4, 1, nil))                    // not a new stream: 1 <= 3
 	if len(w.streams) != 0 || w.bad {
 		t.Fatalf("streams %v, bad %v", w.streams, w.bad)
+	}
+}
+
+// TestSentAfterDone: gRPC may pass a message on before SendMsg returns to
+// its sender; the late Sent leaves nothing counted as queued.
+func TestSentAfterDone(t *testing.T) {
+	c, _ := pair(t, time.Hour)
+	id := c.Hold([][]byte{pattern(zeroCopyMin, 7)})
+	c.Done(id, func() {})
+	c.Sent(id)
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.st.queued != 0 || len(c.st.msgs) != 0 || len(c.st.held) != 0 {
+		t.Fatalf("queued %d, messages %v, held %v", c.st.queued, c.st.msgs, c.st.held)
 	}
 }
