@@ -105,7 +105,7 @@ bench-flight: setup build
 
 # .b2nd reads vs python-blosc2 in-process; appends a section to RESULTS.md.
 bench-b2nd: setup build
-	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 7 --append benchmarks/RESULTS.md $(if $(B2ND_BASELINE),--baseline $(B2ND_BASELINE) --baseline-label "$(B2ND_BASELINE_LABEL)")
+	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 24 --append benchmarks/RESULTS.md $(if $(B2ND_BASELINE),--baseline $(B2ND_BASELINE) --baseline-label "$(B2ND_BASELINE_LABEL)")
 
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
 bench-s3: setup build
