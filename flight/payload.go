@@ -77,21 +77,21 @@ func (w *payloadWriter) send(header []byte, parts [][]byte) error {
 			rec := w.rec
 			rec.Retain()
 			release := rec.Release
-			if conn := w.conn; conn != nil {
+			conn := w.conn
+			var id uint64
+			if conn != nil {
 				// The connection may write the parts from where they
 				// are; the record is released once it has.
-				id := conn.Hold(parts)
+				id = conn.Hold(parts)
 				release = func() { conn.Done(id, rec.Release) }
-				var once sync.Once
-				m.release = func() { once.Do(release) }
-				err := w.stream.SendMsg(&m)
-				if err == nil {
-					conn.Sent(id)
-				}
-				return err
 			}
 			var once sync.Once
 			m.release = func() { once.Do(release) }
+			err := w.stream.SendMsg(&m)
+			if conn != nil && err == nil {
+				conn.Sent(id)
+			}
+			return err
 		}
 		return w.stream.SendMsg(&m)
 	}

@@ -79,9 +79,9 @@ const (
 	defaultWindow     = 65535
 	clientPrefaceLen  = 24
 	maxSettingsLen    = 6 * 64
-	// maxStreams bounds the streams a Conn follows: a peer that sends
-	// window updates for streams that never carry data stops being
-	// followed (flushes then fall back to IdleFlush).
+	// maxStreams bounds the streams a Conn follows: past it (a peer
+	// with that many streams open at once) the windows are no longer
+	// followed and flushes fall back to IdleFlush.
 	maxStreams = 1 << 14
 )
 
@@ -130,7 +130,8 @@ func newConn(nc net.Conn, idle time.Duration) *Conn {
 	if idle == 0 {
 		idle = IdleFlush
 	}
-	c := &Conn{tcp: nc, idle: idle}
+	c := &Conn{sock: nc, idle: idle}
+	c.st.msgs = map[uint64]bool{}
 	c.st.win.init()
 	return c
 }
@@ -139,7 +140,7 @@ var arenas = sync.Pool{New: func() any { b := make([]byte, 0, arenaBytes); retur
 
 // Conn is one server connection (see the package comment).
 type Conn struct {
-	tcp  net.Conn
+	sock net.Conn
 	key  string // in the registry (empty: not registered)
 	idle time.Duration
 
@@ -191,7 +192,7 @@ type outFrame struct {
 
 // Read reads what the peer sent, following its flow-control frames.
 func (c *Conn) Read(p []byte) (int, error) {
-	n, err := c.tcp.Read(p)
+	n, err := c.sock.Read(p)
 	if n > 0 {
 		c.smu.Lock()
 		c.st.win.feed(p[:n])
@@ -208,9 +209,6 @@ func (c *Conn) Hold(bufs [][]byte) uint64 {
 	defer c.smu.Unlock()
 	c.st.nextID++
 	id := c.st.nextID
-	if c.st.msgs == nil {
-		c.st.msgs = map[uint64]bool{}
-	}
 	c.st.msgs[id] = false
 	for _, b := range bufs {
 		if len(b) < zeroCopyMin {
@@ -413,7 +411,7 @@ func (c *Conn) flush() {
 		return
 	}
 	bufs := c.out
-	if _, err := bufs.WriteTo(c.tcp); err != nil {
+	if _, err := bufs.WriteTo(c.sock); err != nil {
 		c.err = err
 	}
 	clear(c.out)
@@ -458,7 +456,7 @@ func (c *Conn) onTimer() {
 // closed first, so that a write blocked on a peer that does not read
 // returns.
 func (c *Conn) Close() error {
-	err := c.tcp.Close()
+	err := c.sock.Close()
 	c.wmu.Lock()
 	if c.err == nil {
 		c.err = net.ErrClosed
@@ -469,6 +467,10 @@ func (c *Conn) Close() error {
 	clear(c.out)
 	c.out = nil
 	c.pending = 0
+	if c.arena != nil {
+		arenas.Put(c.arena)
+		c.arena = nil
+	}
 	c.smu.Lock()
 	c.st.closed = true
 	c.st.retained = 0
@@ -486,15 +488,15 @@ func (c *Conn) Close() error {
 }
 
 // LocalAddr, RemoteAddr and the deadlines are the socket's.
-func (c *Conn) LocalAddr() net.Addr                { return c.tcp.LocalAddr() }
-func (c *Conn) RemoteAddr() net.Addr               { return c.tcp.RemoteAddr() }
-func (c *Conn) SetDeadline(t time.Time) error      { return c.tcp.SetDeadline(t) }
-func (c *Conn) SetReadDeadline(t time.Time) error  { return c.tcp.SetReadDeadline(t) }
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.tcp.SetWriteDeadline(t) }
+func (c *Conn) LocalAddr() net.Addr                { return c.sock.LocalAddr() }
+func (c *Conn) RemoteAddr() net.Addr               { return c.sock.RemoteAddr() }
+func (c *Conn) SetDeadline(t time.Time) error      { return c.sock.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error  { return c.sock.SetReadDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.sock.SetWriteDeadline(t) }
 
 // SyscallConn is the socket's (channelz reads socket options through it).
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.tcp.(syscall.Conn); ok {
+	if sc, ok := c.sock.(syscall.Conn); ok {
 		return sc.SyscallConn()
 	}
 	return nil, errors.ErrUnsupported
