@@ -186,8 +186,7 @@ type outFrame struct {
 	inPayload bool
 	left      int
 	data      bool
-	stream    uint32
-	flushEnd  bool
+	flushEnd  bool // write once the frame is complete
 }
 
 // Read reads what the peer sent, following its flow-control frames.
@@ -269,6 +268,11 @@ func (c *Conn) Done(id uint64, release func()) {
 func (c *Conn) flushNow() {
 	c.wmu.Lock()
 	c.flush()
+	c.unlockReleasing()
+}
+
+// unlockReleasing releases wmu, then runs the releases that may run now.
+func (c *Conn) unlockReleasing() {
 	run := c.afterWrite()
 	c.wmu.Unlock()
 	for _, f := range run {
@@ -296,11 +300,7 @@ func (c *Conn) reference(b []byte) bool {
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	n, err := c.write(p)
-	run := c.afterWrite()
-	c.wmu.Unlock()
-	for _, f := range run {
-		f()
-	}
+	c.unlockReleasing()
 	return n, err
 }
 
@@ -322,16 +322,20 @@ func (c *Conn) write(p []byte) (int, error) {
 			f.hdrN = 0
 			f.left = int(f.hdr[0])<<16 | int(f.hdr[1])<<8 | int(f.hdr[2])
 			typ, flags := f.hdr[3], f.hdr[4]
-			f.stream = binary.BigEndian.Uint32(f.hdr[5:]) & 0x7fffffff
+			stream := binary.BigEndian.Uint32(f.hdr[5:]) & 0x7fffffff
 			f.data = typ == frameData
 			f.flushEnd = !f.data || flags&flagEndStream != 0
 			f.inPayload = true
+			// The windows this frame leaves are known from its header; a
+			// window update read before its end only makes the write
+			// decided here an early one.
 			c.smu.Lock()
 			switch {
 			case f.data:
-				c.st.win.sent(f.stream, f.left, flags&flagEndStream != 0)
+				c.st.win.sent(stream, f.left, flags&flagEndStream != 0)
+				f.flushEnd = f.flushEnd || c.st.win.blocked(stream)
 			case typ == frameHeaders && flags&flagEndStream != 0, typ == frameRSTStream:
-				c.st.win.end(f.stream)
+				c.st.win.end(stream)
 			}
 			c.smu.Unlock()
 		} else {
@@ -349,13 +353,7 @@ func (c *Conn) write(p []byte) (int, error) {
 		}
 		if f.inPayload && f.left == 0 {
 			f.inPayload = false
-			flush := f.flushEnd
-			if !flush && f.data {
-				c.smu.Lock()
-				flush = c.st.win.blocked(f.stream)
-				c.smu.Unlock()
-			}
-			if flush || c.pending >= FlushBytes {
+			if f.flushEnd || c.pending >= FlushBytes {
 				c.flush()
 			}
 		}
