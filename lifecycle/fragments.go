@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/datatype"
@@ -20,6 +19,7 @@ import (
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -53,7 +53,7 @@ func (d denseDims) less(i int, a, b int64) bool {
 	return a < b
 }
 
-func (d denseDims) ned(f *array.Fragment) ([]interval, error) {
+func (d denseDims) ned(f *tdbarray.Fragment) ([]interval, error) {
 	m := f.NonEmptyDomain()
 	if len(m) != len(d.s.Dimensions) {
 		return nil, fmt.Errorf("fragment %s: non-empty domain has %d dimensions, the schema %d", f.Name, len(m), len(d.s.Dimensions))
@@ -177,7 +177,7 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 	if end == 0 {
 		end = math.MaxUint64
 	}
-	all, err := array.Open(ctx, st, dir, array.Options{End: math.MaxUint64, EncryptionKey: opt.EncryptionKey})
+	all, err := tdbarray.Open(ctx, st, dir, tdbarray.Options{End: math.MaxUint64, EncryptionKey: opt.EncryptionKey})
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 		dd.unsigned[i] = d.Type == datatype.Uint64
 	}
 	var anterior, union []interval
-	var picked []*array.Fragment
+	var picked []*tdbarray.Fragment
 	sum := new(big.Int)
 	for _, f := range all.Fragments {
 		ned, err := dd.ned(f)
@@ -268,7 +268,7 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 // commitConsolidated makes the staged fragments of a consolidation visible
 // and then hides what they replace: intent file, commit, .vac file, intent
 // removed.
-func commitConsolidated(ctx context.Context, st storage.Store, dir string, picked []*array.Fragment, staged []string, v uint32, arrayURI string) (*Result, error) {
+func commitConsolidated(ctx context.Context, st storage.Store, dir string, picked []*tdbarray.Fragment, staged []string, v uint32, arrayURI string) (*Result, error) {
 	res := &Result{}
 	var lines []string
 	for _, f := range picked {

@@ -5,17 +5,17 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
-func open(ctx context.Context, st storage.Store, dir string, opt Options, full bool) (*array.Array, error) {
-	return array.Open(ctx, st, dir, array.Options{Start: opt.Start, End: opt.End, FullOverlapOnly: full, EncryptionKey: opt.EncryptionKey})
+func open(ctx context.Context, st storage.Store, dir string, opt Options, full bool) (*tdbarray.Array, error) {
+	return tdbarray.Open(ctx, st, dir, tdbarray.Options{Start: opt.Start, End: opt.End, FullOverlapOnly: full, EncryptionKey: opt.EncryptionKey})
 }
 
 func filterer(key []byte) gentile.Filterer {
@@ -34,7 +34,7 @@ func consolidateFragmentMeta(ctx context.Context, st storage.Store, dir string, 
 	if err != nil {
 		return nil, err
 	}
-	var frags []*array.Fragment
+	var frags []*tdbarray.Fragment
 	for _, f := range a.Fragments {
 		if f.Meta.Footer().Version > 2 {
 			frags = append(frags, f)

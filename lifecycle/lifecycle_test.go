@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/arraymeta"
@@ -26,6 +25,7 @@ import (
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -482,7 +482,7 @@ func readAt(t *testing.T, st storage.Store, ts ...uint64) string {
 func checkFrag(t *testing.T, st storage.Store, t1, t2 uint64, processed []string, ks []int64, ts, dts, dci []uint64) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func TestSparseOverDeletesEvolved(t *testing.T) {
 	if _, err := Consolidate(ctx, st, "a", Fragments, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,7 +745,7 @@ func TestSparseEvolvedNoDeletes(t *testing.T) {
 	if got := readAt(t, st, at...); got != want {
 		t.Fatalf("after consolidation:\n%s\nwant\n%s", got, want)
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +770,7 @@ func TestSparseWindowBeforeEvolution(t *testing.T) {
 	if err != nil || len(res.Consolidated) != 3 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -31,9 +31,9 @@ import (
 // the array holds no delete commits; otherwise consolidateSparseGeneral
 // copies the stored cells with their timestamps and delete metadata
 // (sparsedel.go).
-func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *array.Array, opt Options, end uint64) (*Result, error) {
+func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *tdbarray.Array, opt Options, end uint64) (*Result, error) {
 	s := all.Schema
-	var picked, touched []*array.Fragment
+	var picked, touched []*tdbarray.Fragment
 	times := map[uint64]bool{}
 	for _, f := range all.Fragments {
 		if f.End < opt.Start || f.Start > end {

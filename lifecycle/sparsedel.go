@@ -11,7 +11,6 @@ import (
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/commits"
@@ -20,6 +19,7 @@ import (
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -64,7 +64,7 @@ type delCond struct {
 
 // loadDeleteConds decodes the array's delete commits, ordered by
 // timestamp as TileDB's ArrayDirectory orders them.
-func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond, error) {
+func loadDeleteConds(ctx context.Context, a *tdbarray.Array, key []byte) ([]delCond, error) {
 	if a.View == nil {
 		return nil, nil
 	}
@@ -86,7 +86,7 @@ func loadDeleteConds(ctx context.Context, a *array.Array, key []byte) ([]delCond
 // input that is itself a consolidation, or one written before a schema
 // evolution added an attribute (a read at its timestamp would not have
 // the attribute at all).
-func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
+func needsGeneral(all *tdbarray.Array, picked []*tdbarray.Fragment) bool {
 	if all.View != nil && len(all.View.Conditions) > 0 {
 		return true
 	}
@@ -107,7 +107,7 @@ func needsGeneral(all *array.Array, picked []*array.Fragment) bool {
 // consolidateSparseGeneral writes the picked fragments as one, every cell
 // version kept with its timestamp and, when TileDB would write it, its
 // delete metadata (see the file comment).
-func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string, all *array.Array, opt Options, picked []*array.Fragment) (*Result, error) {
+func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string, all *tdbarray.Array, opt Options, picked []*tdbarray.Fragment) (*Result, error) {
 	s := all.Schema
 	conds, err := loadDeleteConds(ctx, all, opt.EncryptionKey)
 	if err != nil {
@@ -190,7 +190,7 @@ func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string,
 
 // copyFragment appends every stored cell of f, tile by tile, with its
 // timestamp and (withDel) its delete metadata.
-func copyFragment(ctx context.Context, l *tileio.Loader, all *array.Array, f *array.Fragment, fields []arrowconv.Field,
+func copyFragment(ctx context.Context, l *tileio.Loader, all *tdbarray.Array, f *tdbarray.Fragment, fields []arrowconv.Field,
 	asch *arrow.Schema, conds []delCond, index map[string]uint64, withDel bool, sw *writer.SparseWriter) error {
 	ft := f.Meta.Footer()
 	var processed map[string]bool
@@ -328,7 +328,7 @@ func copyFragment(ctx context.Context, l *tileio.Loader, all *array.Array, f *ar
 
 // deleteMeta computes the delete timestamps and condition indices of the
 // n cells of tile t of f (see the file comment).
-func deleteMeta(ctx context.Context, all *array.Array, f *array.Fragment, t uint64, n int, ts []uint64, conds []delCond, apply []int,
+func deleteMeta(ctx context.Context, all *tdbarray.Array, f *tdbarray.Fragment, t uint64, n int, ts []uint64, conds []delCond, apply []int,
 	condFields map[string]bool, oldMarkers []string, index map[string]uint64, load func(string) (*tileio.Tile, error)) ([]uint64, []uint64, error) {
 	ft := f.Meta.Footer()
 	dts := make([]uint64, n)

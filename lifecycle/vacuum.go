@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -70,7 +70,7 @@ func Vacuum(ctx context.Context, st storage.Store, dir string, mode Mode, opt Va
 // commit a consolidated commits file holds, then each fragment's commit
 // file and directory, then the .vac files whose every fragment is gone.
 func vacuumFragments(ctx context.Context, st storage.Store, dir string, opt VacuumOptions) ([]string, error) {
-	a, err := array.Open(ctx, st, dir, array.Options{Start: 0, End: math.MaxUint64, FullOverlapOnly: true, EncryptionKey: opt.EncryptionKey})
+	a, err := tdbarray.Open(ctx, st, dir, tdbarray.Options{Start: 0, End: math.MaxUint64, FullOverlapOnly: true, EncryptionKey: opt.EncryptionKey})
 	if err != nil {
 		return nil, err
 	}

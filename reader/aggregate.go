@@ -15,7 +15,6 @@ import (
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
@@ -24,6 +23,7 @@ import (
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // aggState is one aggregate of DESIGN.md §5 (`aggregates`), accumulated
@@ -511,7 +511,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 		}
 		var mu sync.Mutex
-		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt, func(f *array.Fragment, t, cells uint64) (bool, error) {
+		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt, func(f *tdbarray.Fragment, t, cells uint64) (bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return statsTile(aggs, f, t, cells)
@@ -563,7 +563,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 		}
 	} else {
 		sp, err := sparse.NewReader(ctx, sparse.Input{Plan: &inner, Loader: loader, Fields: ifields,
-			Stats: func(f *array.Fragment, t, cells uint64) (bool, error) { return statsTile(aggs, f, t, cells) }})
+			Stats: func(f *tdbarray.Fragment, t, cells uint64) (bool, error) { return statsTile(aggs, f, t, cells) }})
 		if err != nil {
 			return nil, err
 		}
@@ -618,7 +618,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 // statsTile answers every aggregate for tile t of fragment f from the
 // fragment metadata's tile statistics, or none (false) when one of them
 // lacks what it needs.
-func statsTile(aggs []*aggState, f *array.Fragment, t, cells uint64) (bool, error) {
+func statsTile(aggs []*aggState, f *tdbarray.Fragment, t, cells uint64) (bool, error) {
 	apply := make([]func(), 0, len(aggs))
 	for _, a := range aggs {
 		fn, ok, err := a.fromStats(f, t, cells)
@@ -637,7 +637,7 @@ func statsTile(aggs []*aggState, f *array.Fragment, t, cells uint64) (bool, erro
 // statTiles counts the tiles answered from statistics (tests).
 var statTiles atomic.Int64
 
-func (a *aggState) fromStats(f *array.Fragment, t, cells uint64) (func(), bool, error) {
+func (a *aggState) fromStats(f *tdbarray.Fragment, t, cells uint64) (func(), bool, error) {
 	if a.spec.Field == "*" || a.spec.Op == "count" {
 		return func() { a.cells += cells }, true, nil
 	}

@@ -28,7 +28,6 @@ import (
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/b2nd"
 	b2chunk "github.com/tileflight/tileflight/b2nd/chunk"
@@ -39,6 +38,7 @@ import (
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // IsB2ND tells whether an array name is a Blosc2 NDArray.
@@ -46,7 +46,7 @@ func IsB2ND(name string) bool { return strings.HasSuffix(name, ".b2nd") }
 
 // OpenB2ND opens the .b2nd array name as an array.Array (see
 // array.Array.B2ND).
-func OpenB2ND(ctx context.Context, st storage.Store, name string) (*array.Array, error) {
+func OpenB2ND(ctx context.Context, st storage.Store, name string) (*tdbarray.Array, error) {
 	b, err := b2nd.Open(ctx, st, name)
 	if err != nil {
 		return nil, err
@@ -72,11 +72,11 @@ func OpenB2ND(ctx context.Context, st storage.Store, name string) (*array.Array,
 		}
 		s.Attributes = append(s.Attributes, schema.Attribute{Name: f.Name, Type: datatype.Uint8, CellValNum: uint32(f.Size)})
 	}
-	return &array.Array{Store: st, Dir: name, Schema: s, B2ND: b}, nil
+	return &tdbarray.Array{Store: st, Dir: name, Schema: s, B2ND: b}, nil
 }
 
 // B2NDSchema is the Arrow schema of columns of a .b2nd array (all when nil).
-func B2NDSchema(a *array.Array, columns []string) (*arrow.Schema, error) {
+func B2NDSchema(a *tdbarray.Array, columns []string) (*arrow.Schema, error) {
 	if columns == nil {
 		columns = allColumns(a)
 	}
@@ -92,7 +92,7 @@ func B2NDSchema(a *array.Array, columns []string) (*arrow.Schema, error) {
 	return arrow.NewSchema(fs, &md), nil
 }
 
-func allColumns(a *array.Array) []string {
+func allColumns(a *tdbarray.Array) []string {
 	var out []string
 	for _, d := range a.Schema.Dimensions {
 		out = append(out, d.Name)
@@ -103,7 +103,7 @@ func allColumns(a *array.Array) []string {
 	return out
 }
 
-func b2ndField(a *array.Array, c string) (arrow.Field, error) {
+func b2ndField(a *tdbarray.Array, c string) (arrow.Field, error) {
 	if a.Schema.DimensionIndex(c) >= 0 {
 		return arrowconv.B2NDDimField(c), nil
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
@@ -21,6 +20,7 @@ import (
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Dense reads work in chunks: a chunk is a run of consecutive result cells
@@ -86,7 +86,7 @@ func (g *geom) offset(d int, b []byte) uint64 { return schema.AsUint64(g.typ, b)
 
 // frag is a fragment as the dense path uses it.
 type frag struct {
-	f        *array.Fragment
+	f        *tdbarray.Fragment
 	nlo, nhi []uint64 // non-empty domain, as offsets
 	tlo      []uint64 // first tile index per dimension
 	tcount   []uint64 // tiles per dimension
@@ -95,7 +95,7 @@ type frag struct {
 	has      map[string]bool
 }
 
-func newFrag(g *geom, cur *schema.ArraySchema, f *array.Fragment) (*frag, bool, error) {
+func newFrag(g *geom, cur *schema.ArraySchema, f *tdbarray.Fragment) (*frag, bool, error) {
 	ned := f.NonEmptyDomain()
 	if len(ned) != g.nd {
 		return nil, false, nil
@@ -233,7 +233,7 @@ type dense struct {
 	// stats, when set (aggregates without a filter), may answer a whole
 	// space tile that one fragment wrote from its tile statistics (see
 	// sparse.Input.Stats); the chunk is then marked answered.
-	stats func(f *array.Fragment, tile, cells uint64) (bool, error)
+	stats func(f *tdbarray.Fragment, tile, cells uint64) (bool, error)
 }
 
 func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
@@ -242,12 +242,12 @@ func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *
 
 // newDenseAgg starts a dense read whose chunks feed aggregates.
 func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options,
-	stats func(*array.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
+	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
 	return newDenseWith(ctx, p, fields, sch, loader, opt, true, stats)
 }
 
 func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool,
-	stats func(*array.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
+	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
 	s := p.Array.Schema
 	g, err := newGeom(s)
 	if err != nil {

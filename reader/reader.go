@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
@@ -26,6 +25,7 @@ import (
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Options tune a read.
@@ -45,7 +45,7 @@ type Options struct {
 	EncryptionKey []byte
 	// Cache, when set, keeps decoded schemas and fragment metadata across
 	// reads (see array.Cache); a daemon shares one between its queries.
-	Cache *array.Cache
+	Cache *tdbarray.Cache
 	// TileCache, when set, keeps decoded tiles across reads (see
 	// tileio.Cache); a daemon shares one between its queries.
 	TileCache *tileio.Cache
@@ -96,23 +96,23 @@ func Open(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*
 // OpenArray opens the array of q at q's timestamp range the way TileDB
 // does for a read: dense reads see only fragments whose whole timestamp
 // range lies inside the query's.
-func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte) (*array.Array, error) {
+func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte) (*tdbarray.Array, error) {
 	return OpenArrayWith(ctx, st, q, Options{EncryptionKey: key})
 }
 
 // OpenArrayWith is OpenArray with the key and cache of opt.
-func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*array.Array, error) {
+func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*tdbarray.Array, error) {
 	if IsB2ND(q.Array) {
 		if q.Timestamp != nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", q.Array)
 		}
 		return OpenB2ND(ctx, st, q.Array)
 	}
-	ao := array.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
+	ao := tdbarray.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
 		ao.Start, ao.End, ao.EndSet = q.Timestamp.Start, q.Timestamp.End, true
 	}
-	a, err := array.Open(ctx, st, q.Array, ao)
+	a, err := tdbarray.Open(ctx, st, q.Array, ao)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Op
 	for _, f := range a.Fragments {
 		if f.Start < a.Start || f.End > a.End {
 			ao.Start, ao.End, ao.EndSet, ao.FullOverlapOnly = a.Start, a.End, true, true
-			return array.Open(ctx, st, q.Array, ao)
+			return tdbarray.Open(ctx, st, q.Array, ao)
 		}
 	}
 	return a, nil

@@ -210,7 +210,7 @@ func writeMeta(ctx context.Context, st storage.Store, dir string, es []arraymeta
 
 // LoadSchema reads the newest schema of the array at dir with its
 // enumerations, ready for the Write functions. (Opening an array at a
-// timestamp is package array's business; a writer always writes against
+// timestamp is package tdbarray's business; a writer always writes against
 // the latest schema, as TileDB does.) An encrypted array needs
 // LoadSchemaWith and its key.
 func LoadSchema(ctx context.Context, st storage.Store, dir string) (*schema.ArraySchema, error) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/gentile"
@@ -18,6 +17,7 @@ import (
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 var (
@@ -137,7 +137,7 @@ func TestEncryptedRoundTrip(t *testing.T) {
 			if len(want) == 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("encrypted array reads\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			a, err := array.Open(ctx, st, "enc", array.Options{EncryptionKey: testKey})
+			a, err := tdbarray.Open(ctx, st, "enc", tdbarray.Options{EncryptionKey: testKey})
 			if err != nil {
 				t.Fatal(err)
 			}

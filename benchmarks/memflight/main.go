@@ -23,7 +23,7 @@ import (
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 
-	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
@@ -89,7 +89,7 @@ func (s *server) DoGet(tk *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	// without copies), so that this ceiling differs from flightd only in
 	// holding its results in memory.
 	i := 0
-	return flight.SendRecords(stream.Context(), stream, t.schema, func() (arrow.RecordBatch, error) {
+	return flightsvc.SendRecords(stream.Context(), stream, t.schema, func() (arrow.RecordBatch, error) {
 		if i == len(t.batches) {
 			return nil, io.EOF
 		}
@@ -134,10 +134,10 @@ func main() {
 	}
 	// The daemon's transport settings, so that this ceiling differs from
 	// flightd only in holding its results in memory.
-	srv := grpc.NewServer(append(flight.TransportOptions(true), grpc.MaxRecvMsgSize(64<<20))...)
+	srv := grpc.NewServer(append(flightsvc.TransportOptions(true), grpc.MaxRecvMsgSize(64<<20))...)
 	aflight.RegisterFlightServiceServer(srv, &server{store: st, tables: map[string]*table{}})
 	fmt.Printf("ready grpc://%s\n", lis.Addr())
-	if err := srv.Serve(flight.TransportListener(lis, true)); err != nil {
+	if err := srv.Serve(flightsvc.TransportListener(lis, true)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/query"
@@ -25,6 +24,7 @@ import (
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 func python(b *testing.B) string {
@@ -83,7 +83,7 @@ func run(b *testing.B, layout query.Layout, sub bool) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	a, err := array.Open(ctx, st, "sparse10m", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "sparse10m", tdbarray.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // runInspect implements `flightd inspect PATH`: a person-readable report of
@@ -58,11 +58,11 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	opt := array.Options{End: *ts}
+	opt := tdbarray.Options{End: *ts}
 	if *key != "" {
 		opt.EncryptionKey = []byte(*key)
 	}
-	a, err := array.Open(ctx, st, name, opt)
+	a, err := tdbarray.Open(ctx, st, name, opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "flightd inspect: %s: %v\n", fs.Arg(0), err)
 		return 1
@@ -83,7 +83,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writeReport(ctx context.Context, out io.Writer, name string, a *array.Array) error {
+func writeReport(ctx context.Context, out io.Writer, name string, a *tdbarray.Array) error {
 	s := a.Schema
 	fmt.Fprintf(out, "array %s\n", name)
 	fmt.Fprintf(out, "  type %s, tile order %s, cell order %s", s.Type, s.TileOrder, s.CellOrder)
@@ -151,7 +151,7 @@ func writeReport(ctx context.Context, out io.Writer, name string, a *array.Array
 		}
 		var ned []string
 		for d, r := range f.NonEmptyDomain() {
-			ned = append(ned, f.Schema.Dimensions[d].Name+"="+array.FormatRange(&f.Schema.Dimensions[d], r))
+			ned = append(ned, f.Schema.Dimensions[d].Name+"="+tdbarray.FormatRange(&f.Schema.Dimensions[d], r))
 		}
 		size, err := fragmentSize(ctx, a, f)
 		if err != nil {
@@ -256,7 +256,7 @@ func metaString(v arraymeta.Value) string {
 	return s
 }
 
-func fragmentSize(ctx context.Context, a *array.Array, f *array.Fragment) (int64, error) {
+func fragmentSize(ctx context.Context, a *tdbarray.Array, f *tdbarray.Fragment) (int64, error) {
 	entries, err := a.Store.List(ctx, filepath.ToSlash(filepath.Join(a.Dir, f.Path)))
 	if err != nil {
 		return 0, err

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tileflight/tileflight/b2nd"
-	"github.com/tileflight/tileflight/flight"
+	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -20,7 +20,7 @@ func inspectB2ND(ctx context.Context, out io.Writer, st storage.Store, name stri
 	if err != nil {
 		return err
 	}
-	d := flight.DescribeB2ND(a)
+	d := flightsvc.DescribeB2ND(a)
 	if asJSON {
 		b, err := json.Marshal(d)
 		if err != nil {
@@ -48,7 +48,7 @@ func inspectB2ND(ctx context.Context, out io.Writer, st storage.Store, name stri
 	}
 	sort.Strings(ks)
 	fmt.Fprintf(out, "\nchunks (%d): %s\n", len(a.Offsets), strings.Join(ks, ", "))
-	meta, err := flight.B2NDMetadata(a)
+	meta, err := flightsvc.B2NDMetadata(a)
 	if err != nil {
 		return err
 	}

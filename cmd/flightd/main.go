@@ -32,12 +32,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/tileflight/tileflight/array"
-	"github.com/tileflight/tileflight/flight"
-	"github.com/tileflight/tileflight/flightsql"
+	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/sqlsvc"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 func main() {
@@ -135,7 +135,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	c.tileCacheBytes = tileio.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
-	c.metaCacheBytes = array.DefaultCacheBytes
+	c.metaCacheBytes = tdbarray.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.metaCacheBytes}, "metadata-cache-bytes", "decoded schemas and fragment metadata kept between queries (a `size`)")
 	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
@@ -274,11 +274,11 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		}
 		defer stop()
 	}
-	tokens, err := flight.LoadTokens(c.tokensFile, c.tokens)
+	tokens, err := flightsvc.LoadTokens(c.tokensFile, c.tokens)
 	if err != nil {
 		return err
 	}
-	cfg := flight.Config{
+	cfg := flightsvc.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
 		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
@@ -288,24 +288,24 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		cfg.EncryptionKey = []byte(c.key)
 	}
 	if c.advertise != "" {
-		cl, err := flight.NewCluster(c.advertise, strings.Split(c.peers, ","), c.peerInterval, log)
+		cl, err := flightsvc.NewCluster(c.advertise, strings.Split(c.peers, ","), c.peerInterval, log)
 		if err != nil {
 			return err
 		}
 		cfg.Cluster = cl
 	}
-	svc := flight.NewService(cfg)
+	svc := flightsvc.NewService(cfg)
 	// Flight SQL on the same port (DESIGN §7).
 	ver, _, _ := versionInfo()
-	sqlServer, _, err := flightsql.New(svc, log, ver)
+	sqlServer, _, err := sqlsvc.New(svc, log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
 	svc.SetSQL(sqlServer)
 
-	unaryLog, streamLog := flight.AccessLogWith(log, mets)
-	unaryAuth, streamAuth := flight.AuthInterceptors(tokens)
-	unaryRecover, streamRecover := flight.Recover(log)
+	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
+	unaryAuth, streamAuth := flightsvc.AuthInterceptors(tokens)
+	unaryRecover, streamRecover := flightsvc.Recover(log)
 	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
 	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, streamRecover}
 	if mets != nil {
@@ -323,14 +323,14 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
 	scheme := "grpc"
 	if c.tlsCert == "" {
-		opts = append(opts, flight.TransportOptions(true)...)
+		opts = append(opts, flightsvc.TransportOptions(true)...)
 	} else {
 		creds, err := credentials.NewServerTLSFromFile(c.tlsCert, c.tlsKey)
 		if err != nil {
 			return fmt.Errorf("TLS: %w", err)
 		}
 		opts = append(opts, grpc.Creds(creds))
-		opts = append(opts, flight.TransportOptions(false)...)
+		opts = append(opts, flightsvc.TransportOptions(false)...)
 		scheme = "grpc+tls"
 	}
 	srv := grpc.NewServer(opts...)
@@ -354,7 +354,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.listen, err)
 	}
-	lis = flight.TransportListener(lis, scheme == "grpc")
+	lis = flightsvc.TransportListener(lis, scheme == "grpc")
 	addr := lis.Addr().String()
 	if host, _, _ := net.SplitHostPort(addr); len(tokens) == 0 || scheme == "grpc" {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {

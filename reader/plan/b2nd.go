@@ -1,9 +1,9 @@
 package plan
 
 import (
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // B2NDTypedSchema is the synthesized dense schema of the .b2nd array a
@@ -13,7 +13,7 @@ import (
 // (float16, complex, datetimes, bytes, strings, void, subarrays) stay opaque bytes:
 // a filter or an aggregate over them is refused when it is bound. Filters
 // (package query/cond) and aggregates are bound against it.
-func B2NDTypedSchema(a *array.Array) *schema.ArraySchema {
+func B2NDTypedSchema(a *tdbarray.Array) *schema.ArraySchema {
 	s := *a.Schema
 	s.Attributes = append([]schema.Attribute(nil), a.Schema.Attributes...)
 	for i, f := range a.B2ND.Dtype.Fields {

@@ -3,7 +3,7 @@ package plan
 import (
 	"encoding/json"
 
-	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/tdbarray"
 	"strconv"
 
 	"github.com/tileflight/tileflight/format/datatype"
@@ -13,4 +13,4 @@ func schemaFloat64() datatype.Datatype { return datatype.Float64 }
 
 func jsonNum(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) }
 
-type arrayRef struct{ a *array.Array }
+type arrayRef struct{ a *tdbarray.Array }

@@ -9,9 +9,9 @@
 package plan
 
 import (
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/query/cond"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Range is one inclusive range of one dimension. For fixed-size dimensions
@@ -29,7 +29,7 @@ type Subarray [][]Range
 
 // Plan is a query resolved against an opened array.
 type Plan struct {
-	Array *array.Array
+	Array *tdbarray.Array
 	// Columns are the output fields by name, in output order (dimensions
 	// and/or attributes of Array.Schema).
 	Columns []string

@@ -7,17 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/internal/fixtures"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // openCase opens a TileDB-written case of the golden subset or of
 // reader/testdata/dense.
-func openCase(t testing.TB, name string) *array.Array {
+func openCase(t testing.TB, name string) *tdbarray.Array {
 	t.Helper()
 	dir := filepath.Join(fixtures.GoldenDir(t), name)
 	if strings.HasPrefix(name, "rd_") {
@@ -27,14 +27,14 @@ func openCase(t testing.TB, name string) *array.Array {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := array.Open(context.Background(), st, filepath.Base(dir), array.Options{})
+	a, err := tdbarray.Open(context.Background(), st, filepath.Base(dir), tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func resolve(t testing.TB, a *array.Array, js string) (*Plan, error) {
+func resolve(t testing.TB, a *tdbarray.Array, js string) (*Plan, error) {
 	t.Helper()
 	q, err := query.Parse([]byte(js))
 	if err != nil {
@@ -49,7 +49,7 @@ func TestResolveErrors(t *testing.T) {
 	sparse := openCase(t, "sparse_string_dim") // a string dimension
 	for _, tc := range []struct {
 		name string
-		a    *array.Array
+		a    *tdbarray.Array
 		q    string
 		want []string
 	}{

@@ -9,17 +9,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/query/cond"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Resolve checks q against the opened array a and types its subarray.
-func Resolve(a *array.Array, q *query.Query) (*Plan, error) {
+func Resolve(a *tdbarray.Array, q *query.Query) (*Plan, error) {
 	s := a.Schema
 	p := &Plan{Array: a, Query: q, BatchRows: q.BatchRows, Limit: q.Limit}
 	if p.BatchRows <= 0 {
@@ -134,7 +134,7 @@ func formatQueryRange(r query.Range) string {
 
 // NonEmptyDomain is the union of the non-empty domains of a's visible
 // fragments, one range per dimension; nil when no fragment has one.
-func NonEmptyDomain(a *array.Array) fragmeta.MBR {
+func NonEmptyDomain(a *tdbarray.Array) fragmeta.MBR {
 	var out fragmeta.MBR
 	dims := a.Schema.Dimensions
 	if a.B2ND != nil {

@@ -3,10 +3,10 @@ package sparse
 import (
 	"fmt"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // applyFilter marks the cells of lt that fail the query's filter as
@@ -69,7 +69,7 @@ func (r *Reader) mayPrune(fs *fragState, mbr fragmeta.MBR) bool {
 
 // TileStats reads the statistics of tile t of fragment f, in the form
 // eval.Program.MayMatch takes.
-func TileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, bool, error) {
+func TileStats(f *tdbarray.Fragment, t, cells uint64) func(string) (eval.Stats, bool, error) {
 	return func(name string) (eval.Stats, bool, error) {
 		var mi int
 		if d := f.Schema.DimensionIndex(name); d >= 0 {
@@ -105,7 +105,7 @@ func TileStats(f *array.Fragment, t, cells uint64) func(string) (eval.Stats, boo
 
 // answerFromStats offers the tiles that need no reading to stats (see
 // Input.Stats) and drops those it takes.
-func (r *Reader) answerFromStats(stats func(*array.Fragment, uint64, uint64) (bool, error)) error {
+func (r *Reader) answerFromStats(stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) error {
 	for _, fs := range r.frags {
 		if len(fs.conds) > 0 || fs.hasTS || fs.hasDelMeta {
 			continue

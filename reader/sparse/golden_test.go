@@ -8,11 +8,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/internal/fixtures"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // goldenFile is testdata/golden/cases.json, written by
@@ -71,17 +71,17 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func openRange(t *testing.T, dir string, ts []uint64) *array.Array {
+func openRange(t *testing.T, dir string, ts []uint64) *tdbarray.Array {
 	t.Helper()
 	st, err := storage.NewLocal(filepath.Dir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := array.Options{}
+	opt := tdbarray.Options{}
 	if ts != nil {
 		opt.Start, opt.End = ts[0], ts[1]
 	}
-	a, err := array.Open(t.Context(), st, filepath.Base(dir), opt)
+	a, err := tdbarray.Open(t.Context(), st, filepath.Base(dir), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func runGoldenRead(t *testing.T, dir string, rd goldenRead) {
 
 // expectSchemaOf describes the array's schema as the expect JSON does,
 // as far as rendering values needs.
-func expectSchemaOf(a *array.Array) *fixtures.Schema {
+func expectSchemaOf(a *tdbarray.Array) *fixtures.Schema {
 	s := &fixtures.Schema{AllowsDuplicates: a.Schema.AllowsDups}
 	for _, d := range a.Schema.Dimensions {
 		s.Dimensions = append(s.Dimensions, fixtures.Dimension{Name: d.Name, Type: d.Type.String()})

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
@@ -27,20 +26,21 @@ import (
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // openArray opens the array in dir at [0, end] (end 0: now).
-func openArray(t testing.TB, dir string, end uint64, key string) *array.Array {
+func openArray(t testing.TB, dir string, end uint64, key string) *tdbarray.Array {
 	t.Helper()
 	st, err := storage.NewLocal(filepath.Dir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := array.Options{End: end}
+	opt := tdbarray.Options{End: end}
 	if key != "" {
 		opt.EncryptionKey = []byte(key)
 	}
-	a, err := array.Open(context.Background(), st, filepath.Base(dir), opt)
+	a, err := tdbarray.Open(context.Background(), st, filepath.Base(dir), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func valueBytes(d *schema.Dimension, v fixtures.Value) ([]byte, error) {
 
 // subarrayOf turns a read's subarray into typed ranges; a dimension left
 // out spans the union of the fragments' non-empty domains.
-func subarrayOf(t testing.TB, a *array.Array, sub map[string][][]fixtures.Value) plan.Subarray {
+func subarrayOf(t testing.TB, a *tdbarray.Array, sub map[string][][]fixtures.Value) plan.Subarray {
 	t.Helper()
 	s := a.Schema
 	out := make(plan.Subarray, len(s.Dimensions))
@@ -132,7 +132,7 @@ func subarrayOf(t testing.TB, a *array.Array, sub map[string][][]fixtures.Value)
 	return out
 }
 
-func nonEmptyUnion(a *array.Array, i int) plan.Range {
+func nonEmptyUnion(a *tdbarray.Array, i int) plan.Range {
 	d := &a.Schema.Dimensions[i]
 	di := newDimInfo(i, d, nil)
 	var r plan.Range

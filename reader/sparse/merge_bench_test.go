@@ -9,12 +9,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -59,7 +59,7 @@ func BenchmarkMerge(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

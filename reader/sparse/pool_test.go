@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/internal/bufpool"
@@ -22,6 +21,7 @@ import (
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -97,7 +97,7 @@ func TestPooledScan(t *testing.T) {
 // pooledArray writes n cells (x = i / 100, y = i % 100, v = i / 2) in one
 // fragment of tiles of 1000 cells, with filters on every field (the
 // coordinates' default, zstd, too).
-func pooledArray(t *testing.T, filters string, local bool, n int) *array.Array {
+func pooledArray(t *testing.T, filters string, local bool, n int) *tdbarray.Array {
 	t.Helper()
 	var st storage.Store = storage.NewMem()
 	if local {
@@ -129,7 +129,7 @@ func pooledArray(t *testing.T, filters string, local bool, n int) *array.Array {
 	if _, err := writer.WriteSparse(ctx, st, "a", sch, cols, writer.Options{Timestamp: 1}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func BenchmarkScan(b *testing.B) {
 
 // scanArray writes n cells of random values into a local array in tiles
 // of 100 000 cells with zstd (level 1) on every field.
-func scanArray(b *testing.B, n int) *array.Array {
+func scanArray(b *testing.B, n int) *tdbarray.Array {
 	b.Helper()
 	st, err := storage.NewLocal(b.TempDir())
 	if err != nil {
@@ -260,7 +260,7 @@ func scanArray(b *testing.B, n int) *array.Array {
 	if _, err := writer.WriteSparse(ctx, st, "a", sch, cols, writer.Options{Timestamp: 1}); err != nil {
 		b.Fatal(err)
 	}
-	a, err := array.Open(ctx, st, "a", array.Options{})
+	a, err := tdbarray.Open(ctx, st, "a", tdbarray.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
@@ -35,6 +34,7 @@ import (
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Input is what NewReader needs: the resolved plan, the loader of the
@@ -48,14 +48,14 @@ type Input struct {
 	// subarray whose cells are all in the result as stored (no filter,
 	// no delete, no timestamps, no other fragment meeting it), and returns
 	// true when it took the tile, which is then never read.
-	Stats func(f *array.Fragment, tile, cells uint64) (bool, error)
+	Stats func(f *tdbarray.Fragment, tile, cells uint64) (bool, error)
 }
 
 // Reader streams the result of one sparse read. It is not safe for
 // concurrent use.
 type Reader struct {
 	plan   *plan.Plan
-	arr    *array.Array
+	arr    *tdbarray.Array
 	loader *tileio.Loader
 	fields []arrowconv.Field
 	schema *arrow.Schema
@@ -92,7 +92,7 @@ type Reader struct {
 // fragState is one fragment as this read uses it.
 type fragState struct {
 	i           int
-	f           *array.Fragment
+	f           *tdbarray.Fragment
 	hasTS       bool
 	hasDelMeta  bool
 	partialTime bool
@@ -343,7 +343,7 @@ func (r *Reader) loadConditions(ctx context.Context) error {
 // a field the condition names, one a later schema evolution dropped:
 // TileDB cannot read (or consolidate) the array from there on, and
 // neither do we (FailedPrecondition). Update commits are Unimplemented.
-func LoadDeleteCommit(ctx context.Context, a *array.Array, cc *commits.ConditionCommit, key []byte) (*commits.Node, error) {
+func LoadDeleteCommit(ctx context.Context, a *tdbarray.Array, cc *commits.ConditionCommit, key []byte) (*commits.Node, error) {
 	if cc.Update {
 		return nil, errkind.Errorf(errkind.Unimplemented, "array %s: update commit %s: updates are not supported", a.Dir, cc.Path)
 	}

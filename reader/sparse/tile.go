@@ -8,12 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/format/hilbert"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // ltile is one loaded tile of one fragment: the fields the read needs,
@@ -429,7 +429,7 @@ func (r *Reader) load(ctx context.Context, j *tileJob, need <-chan struct{}, poo
 }
 
 // attrCols lists the output attributes the fragment stores.
-func (r *Reader) attrCols(f *array.Fragment) []string {
+func (r *Reader) attrCols(f *tdbarray.Fragment) []string {
 	var out []string
 	for c, fd := range r.fields {
 		if r.colDim[c] < 0 && tileio.HasField(f, fd.Name) {

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/internal/bufpool"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Cache keeps decoded tiles across queries, bounded in bytes. A committed
@@ -56,7 +56,7 @@ func NewCache(maxBytes int64) *Cache {
 	return &Cache{max: maxBytes, maxTile: maxBytes / 8, order: list.New(), entries: map[string]*list.Element{}}
 }
 
-func cacheKey(a *array.Array, frag *array.Fragment, field string, t uint64, encKey []byte) string {
+func cacheKey(a *tdbarray.Array, frag *tdbarray.Fragment, field string, t uint64, encKey []byte) string {
 	return fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%d\x00%s", a.Store, a.Dir, frag.Name, field, t, encKey)
 }
 

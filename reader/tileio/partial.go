@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/tileflight/tileflight/array"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // LoadRange is LoadWhen for a dense reader that will read only bytes
@@ -20,7 +20,7 @@ import (
 // (its buffer is the whole tile) and never enters the cache. Var-sized
 // fields and tiles the cache keeps load whole, as LoadWhen does (cached
 // whole, repeated small reads hit it).
-func (l *Loader) LoadRange(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, lo, hi uint64) (*Tile, error) {
+func (l *Loader) LoadRange(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, lo, hi uint64) (*Tile, error) {
 	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{rng: &byteRange{lo, hi}})
 }
 

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
@@ -32,6 +31,7 @@ import (
 	"github.com/tileflight/tileflight/format/wire"
 	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Special fields a fragment may hold besides the schema's dimensions and
@@ -134,7 +134,7 @@ type Options struct {
 
 // Loader loads tiles of one opened array. It is safe for concurrent use.
 type Loader struct {
-	arr    *array.Array
+	arr    *tdbarray.Array
 	opt    Options
 	budget *budget
 
@@ -150,7 +150,7 @@ type pipeKey struct {
 }
 
 // NewLoader returns a Loader for a.
-func NewLoader(a *array.Array, opt Options) *Loader {
+func NewLoader(a *tdbarray.Array, opt Options) *Loader {
 	if opt.MemoryBudget <= 0 {
 		opt.MemoryBudget = DefaultMemoryBudget
 	}
@@ -180,7 +180,7 @@ type fieldInfo struct {
 
 func (f *fieldInfo) isVar() bool { return f.cellValNum == schema.VarNum }
 
-func (l *Loader) field(frag *array.Fragment, name string) (*fieldInfo, error) {
+func (l *Loader) field(frag *tdbarray.Fragment, name string) (*fieldInfo, error) {
 	s := frag.Schema
 	version := frag.Meta.Footer().Version
 	footer := frag.Meta.Footer()
@@ -228,11 +228,11 @@ func (l *Loader) field(frag *array.Fragment, name string) (*fieldInfo, error) {
 
 // HasField reports whether the fragment stores field name (schema
 // evolution: an attribute added later is absent from older fragments).
-func HasField(frag *array.Fragment, name string) bool {
+func HasField(frag *tdbarray.Fragment, name string) bool {
 	return frag.Schema.DimensionIndex(name) >= 0 || frag.Schema.AttributeIndex(name) >= 0
 }
 
-func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filters.Pipeline, error) {
+func (l *Loader) pipeline(frag *tdbarray.Fragment, f *fieldInfo, role int) (*filters.Pipeline, error) {
 	version := frag.Meta.Footer().Version
 	key := pipeKey{frag.Schema, f.name, role, version}
 	l.mu.Lock()
@@ -264,7 +264,7 @@ func (l *Loader) pipeline(frag *array.Fragment, f *fieldInfo, role int) (*filter
 // Load fetches and unfilters tile t of field name in frag, as a tile the
 // caller needs now: it is charged to the budget without waiting for room.
 // The caller must Release the tile.
-func (l *Loader) Load(ctx context.Context, frag *array.Fragment, name string, t uint64) (*Tile, error) {
+func (l *Loader) Load(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64) (*Tile, error) {
 	return l.LoadWhen(ctx, frag, name, t, Now)
 }
 
@@ -275,7 +275,7 @@ var Now <-chan struct{} = func() chan struct{} { c := make(chan struct{}); close
 // the budget until need is closed (the caller now needs the tile: it is
 // charged at once, overdrawing the budget) or ctx ends. A nil need never
 // fires.
-func (l *Loader) LoadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+func (l *Loader) LoadWhen(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
 	return l.loadWhen(ctx, frag, name, t, need, false)
 }
 
@@ -285,11 +285,11 @@ func (l *Loader) LoadWhen(ctx context.Context, frag *array.Fragment, name string
 // them once the caller has called Tile.Recycle and every Arrow buffer
 // built on it has been released, instead of being left to the collector.
 // Release (the budget) and Recycle (the memory) are independent.
-func (l *Loader) LoadPooled(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+func (l *Loader) LoadPooled(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
 	return l.loadWhen(ctx, frag, name, t, need, true)
 }
 
-func (l *Loader) loadWhen(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
+func (l *Loader) loadWhen(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, pooled bool) (*Tile, error) {
 	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{pooled: pooled})
 }
 
@@ -299,7 +299,7 @@ func (l *Loader) loadWhen(ctx context.Context, frag *array.Fragment, name string
 // nil; any other tile (and one the cache holds decoded) comes back
 // decoded, as LoadWhen returns it. The budget is charged the decoded size
 // either way.
-func (l *Loader) LoadZstd(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
+func (l *Loader) LoadZstd(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}) (*Tile, error) {
 	return l.loadWhenHow(ctx, frag, name, t, need, loadHow{zstd: true})
 }
 
@@ -310,7 +310,7 @@ type loadHow struct {
 	zstd   bool       // LoadZstd
 }
 
-func (l *Loader) loadWhenHow(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
+func (l *Loader) loadWhenHow(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
 	tile, err := l.load(ctx, frag, name, t, need, how)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -326,7 +326,7 @@ func (l *Loader) loadWhenHow(ctx context.Context, frag *array.Fragment, name str
 
 // Charge is what loading tile t of field name in frag charges the budget:
 // its decoded bytes, from the fragment metadata.
-func (l *Loader) Charge(frag *array.Fragment, name string, t uint64) (int64, error) {
+func (l *Loader) Charge(frag *tdbarray.Fragment, name string, t uint64) (int64, error) {
 	f, err := l.field(frag, name)
 	if err != nil {
 		return 0, fmt.Errorf("fragment %s: field %q: %w", frag.Name, name, err)
@@ -359,7 +359,7 @@ func (l *Loader) CheckWorkingSet(need int64, what string) error {
 		l.arr.Dir, what, need, l.opt.MaxWorkingSet, l.opt.MemoryBudget)
 }
 
-func (l *Loader) load(ctx context.Context, frag *array.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
+func (l *Loader) load(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
 	pooled, rng := how.pooled, how.rng
 	f, err := l.field(frag, name)
 	if err != nil {
@@ -536,7 +536,7 @@ func validityFile(f *fieldInfo) string {
 	return f.file[:len(f.file)-len(names.FileSuffix)] + "_validity" + names.FileSuffix
 }
 
-func (l *Loader) readTile(ctx context.Context, frag *array.Fragment, file string,
+func (l *Loader) readTile(ctx context.Context, frag *tdbarray.Fragment, file string,
 	offset, size func(int, uint64) (uint64, error), field int, t uint64) ([]byte, error) {
 	off, n, err := tileRange(file, offset, size, field, t)
 	if err != nil {
@@ -559,7 +559,7 @@ const maxPooledRead = 64 << 20
 // releases; it returns nil (and no error) when the store cannot read into
 // the caller's memory (storage.RangeReader) or the tile is larger than
 // maxPooledRead: read it with readTile then.
-func (l *Loader) readTilePooled(ctx context.Context, frag *array.Fragment, file string,
+func (l *Loader) readTilePooled(ctx context.Context, frag *tdbarray.Fragment, file string,
 	offset, size func(int, uint64) (uint64, error), field int, t uint64) (*bufpool.Buf, error) {
 	if _, ok := l.arr.Store.(storage.RangeReader); !ok {
 		return nil, nil
@@ -595,7 +595,7 @@ func tileRange(file string, offset, size func(int, uint64) (uint64, error), fiel
 
 // sizes returns the decoded sizes of tile t of f from the fragment
 // metadata, and the budget charge they add up to.
-func (l *Loader) sizes(frag *array.Fragment, f *fieldInfo, t uint64) (cells, fixedSize, varSize uint64, charge int64, err error) {
+func (l *Loader) sizes(frag *tdbarray.Fragment, f *fieldInfo, t uint64) (cells, fixedSize, varSize uint64, charge int64, err error) {
 	meta := frag.Meta
 	cells, err = meta.TileCellNum(t)
 	if err != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tileflight/tileflight/array"
 	"github.com/tileflight/tileflight/internal/fixtures"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Every tile of every field of every fragment TileDB wrote loads, has the
@@ -177,17 +177,17 @@ func TestBudget(t *testing.T) {
 }
 
 // openFixture opens a fixture array, with its encryption key (nil: none).
-func openFixture(t *testing.T, c fixtures.Case) (*array.Array, []byte) {
+func openFixture(t *testing.T, c fixtures.Case) (*tdbarray.Array, []byte) {
 	t.Helper()
 	st, err := storage.NewLocal(filepath.Dir(c.Dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := array.Options{}
+	opt := tdbarray.Options{}
 	if c.Expect.Encryption != nil {
 		opt.EncryptionKey = []byte(c.Expect.Encryption.Key)
 	}
-	a, err := array.Open(context.Background(), st, filepath.Base(c.Dir), opt)
+	a, err := tdbarray.Open(context.Background(), st, filepath.Base(c.Dir), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func openFixture(t *testing.T, c fixtures.Case) (*array.Array, []byte) {
 
 // tileFields lists the fields a fragment stores tiles of: its dimensions
 // (sparse fragments), attributes and timestamps.
-func tileFields(f *array.Fragment) []string {
+func tileFields(f *tdbarray.Fragment) []string {
 	var fields []string
 	if !f.Meta.Footer().Dense {
 		for _, d := range f.Schema.Dimensions {

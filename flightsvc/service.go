@@ -1,0 +1,141 @@
+package flightsvc
+
+import (
+	"time"
+
+	"context"
+	"github.com/tileflight/tileflight/tdbarray"
+	"runtime"
+
+	aflight "github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/rs/zerolog"
+
+	"github.com/tileflight/tileflight/errkind"
+	"github.com/tileflight/tileflight/internal/idletrim"
+	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/storage"
+)
+
+// Config is what the service needs from the daemon.
+type Config struct {
+	// Store holds the arrays (the data directory).
+	Store storage.Store
+	// Log receives the service's own messages (the access log is separate).
+	Log zerolog.Logger
+	// MemoryBudget bounds the decoded bytes one query may hold at once
+	// (0: the reader's default).
+	MemoryBudget int64
+	// MaxWorkingSet bounds what one query must hold at once to make
+	// progress (e.g. one tile per fragment of a merge), beyond the budget;
+	// a query needing more fails fast with ResourceExhausted. 0: the
+	// reader's default (4x the budget, at least 1 GiB).
+	MaxWorkingSet int64
+	// CacheEntries bounds the schemas and fragments whose decoded metadata
+	// stays cached between queries (0: array.DefaultCacheEntries).
+	CacheEntries int
+	// CacheBytes bounds the decoded metadata those entries hold (0:
+	// array.DefaultCacheBytes).
+	CacheBytes int64
+	// TileCacheBytes bounds the decoded tiles kept between queries
+	// (tileio.Cache); 0: none.
+	TileCacheBytes int64
+	// Workers bounds the goroutines one query uses to fetch and unfilter
+	// tiles (0: GOMAXPROCS).
+	Workers int
+	// MaxConcurrentStreams bounds the DoGet and DoPut calls running at once
+	// across all connections; one more is refused with ResourceExhausted
+	// (0: 4 per CPU, at least 32).
+	MaxConcurrentStreams int
+	// MaxPutBytes bounds the Arrow bytes one DoPut may send; a write is
+	// held in memory until it commits (0: 1 GiB).
+	MaxPutBytes int64
+	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
+	// become several fragments committed together.
+	MaxFragmentBytes int64
+	// VacuumGrace is how old an uncommitted fragment must be before a
+	// fragments vacuum removes it (0: never).
+	VacuumGrace time.Duration
+	// EncryptionKey opens AES-256-GCM encrypted arrays.
+	EncryptionKey []byte
+	// Tokens, when not empty, turns on bearer-token authentication: the
+	// Handshake trades credentials for a bearer token, and read-only
+	// tokens may not write (AuthInterceptors does the per-call check).
+	Tokens Tokens
+	// Cluster, when set, spreads GetFlightInfo's endpoints over this node
+	// and its live peers (see cluster.go); nil: endpoints carry no
+	// locations (= this server).
+	Cluster *Cluster
+
+	// Metrics, when not nil, receives what DoPut commits and aborts (see
+	// also AccessLogWith and Gauges).
+	Metrics *metrics.Metrics
+
+	// IdleTrim, when > 0, is how long no DoGet, DoPut or action must run
+	// before the service drops the pooled buffers queries left behind;
+	// IdleRelease, when > 0, how long before it also returns the free heap
+	// to the operating system (internal/idletrim). 0: never.
+	IdleTrim, IdleRelease time.Duration
+}
+
+// Service implements the Flight RPCs.
+type Service struct {
+	aflight.BaseFlightServer
+	cfg     Config
+	streams chan struct{}
+	// cache keeps decoded schemas and fragment metadata between queries.
+	cache *tdbarray.Cache
+	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
+	sql aflight.FlightServer
+	// tiles keeps decoded tiles between queries (nil: none).
+	tiles *tileio.Cache
+	// idle gives memory back once no call has run for cfg.IdleTrim and
+	// cfg.IdleRelease (nil: never); streams and actions hold it off.
+	idle *idletrim.Trimmer
+}
+
+// NewService returns a Flight service over cfg.Store.
+func NewService(cfg Config) *Service {
+	if cfg.MaxConcurrentStreams <= 0 {
+		cfg.MaxConcurrentStreams = max(32, 4*runtime.GOMAXPROCS(0))
+	}
+	if cfg.MaxPutBytes <= 0 {
+		cfg.MaxPutBytes = 1 << 30
+	}
+	s := &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: tdbarray.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
+		tiles: tileio.NewCache(cfg.TileCacheBytes)}
+	s.idle = idletrim.New(
+		idletrim.Stage{After: cfg.IdleTrim, Do: func() {
+			n := idletrim.DropPools()
+			cfg.Log.Debug().Int64("bytes", n).Msg("idle: pooled buffers dropped")
+		}},
+		idletrim.Stage{After: cfg.IdleRelease, Do: func() {
+			t := time.Now()
+			idletrim.ReturnToOS()
+			cfg.Log.Debug().Dur("took", time.Since(t)).Msg("idle: free memory returned to the OS")
+		}})
+	return s
+}
+
+// acquireStream takes one of the concurrent stream slots, or says why not.
+// Refusing at once (rather than queueing) tells a client to back off
+// instead of letting gRPC deadlines expire on calls that never started.
+func (s *Service) acquireStream() (release func(), err error) {
+	select {
+	case s.streams <- struct{}{}:
+		end := s.idle.Begin()
+		return func() { <-s.streams; end() }, nil
+	default:
+		return nil, errkind.Errorf(errkind.ResourceExhausted,
+			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
+	}
+}
+
+// requireWrite refuses a mutation to callers that authenticated with a
+// read-only token.
+func requireWrite(ctx context.Context, what string) error {
+	if a, ok := ctx.Value(accessKey{}).(Access); ok && a == ReadOnly {
+		return errkind.Errorf(errkind.PermissionDenied, "%s needs a read-write token; this one is read-only", what)
+	}
+	return nil
+}
