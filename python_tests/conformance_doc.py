@@ -33,7 +33,7 @@ STRUCTURES = [
     ("every filter, both directions, pipelines, chunking, var-size rules", "filters, filters/codecs",
      "268 TileDB-written single-tile arrays: unfilter = TileDB's cells; filter = TileDB's bytes where deterministic; "
      "one fuzz target per unfilter"),
-    ("an array as TileDB opens it: schema, visible fragments, metadata", "array",
+    ("an array as TileDB opens it: schema, visible fragments, metadata", "tdbarray",
      "TestConformance over the matrix below (schema, fragments with timestamps/version/cells/non-empty domain, metadata)"),
     ("every tile of every fragment loads", "reader/tileio", "TestLoadEveryTile over the matrix below"),
     ("flightd inspect", "cmd/flightd", "TestInspectShowsWhatTileDBReports over the matrix below"),
