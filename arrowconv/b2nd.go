@@ -1,6 +1,6 @@
 package arrowconv
 
-// This file maps Blosc2 NDArray (.b2nd) dtypes to Arrow (DESIGN section 6)
+// This file maps Blosc2 NDArray (.b2nd) dtypes to Arrow (docs/protocol.md, "Blosc2 NDArrays")
 // and wraps gathered item bytes as Arrow arrays.
 
 import (

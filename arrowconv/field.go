@@ -1,5 +1,5 @@
 // Package arrowconv owns the boundary between TileDB cell buffers and Apache
-// Arrow: the mapping of TileDB datatypes to Arrow types (DESIGN.md §2), the
+// Arrow: the mapping of TileDB datatypes to Arrow types (docs/protocol.md, "Arrow type mapping"), the
 // conversion of unfiltered tile buffers into arrow.Array values (wrapping the
 // tile bytes instead of copying them whenever the layouts agree), gathers for
 // the layouts that must reorder cells, and the reverse conversion of Arrow
@@ -175,7 +175,7 @@ func cellBytes(f Field, data, offsets []byte, i int) []byte {
 	return data[s:e]
 }
 
-// ArrowType returns the Arrow type of a field (DESIGN.md §2).
+// ArrowType returns the Arrow type of a field (docs/protocol.md, "Arrow type mapping").
 //
 // Choices the design leaves open:
 //   - fixed-size string/char/blob cells of any cell_val_num n, including 1,

@@ -263,7 +263,7 @@ func parseTypeStr(s string) (Field, error) {
 // addFields appends the fields of a structured dtype's descr (a list of
 // (name, type) and (name, type, shape) tuples, a type being a type string
 // or a nested descr) to d. A nested structure is flattened into its
-// leaves, named "outer.inner" (DESIGN section 6: one attribute per field);
+// leaves, named "outer.inner" (docs/protocol.md, "Blosc2 NDArrays": one attribute per field);
 // a subarray field stays one field whose values are fixed-size lists.
 // Unnamed fields are numpy's padding: their bytes are skipped.
 func (d *Dtype) addFields(v any, prefix string) error {

@@ -1,6 +1,6 @@
 package flightsvc
 
-// The array lifecycle actions of DESIGN.md §5: staged-write commits and
+// The array lifecycle actions of docs/protocol.md, "Array lifecycle": staged-write commits and
 // aborts, consolidation, vacuuming, deletes and schema evolution. They
 // register themselves here rather than in actions.go's table so that the
 // table stays the short list of the basic actions.

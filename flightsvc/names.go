@@ -32,7 +32,7 @@ type arrayEntry struct {
 
 // listArrays walks the store and returns the arrays whose name starts with
 // prefix, sorted by name. Array directories are not descended into, and
-// names that DESIGN §3 would refuse (e.g. "__" segments) are skipped.
+// names that docs/protocol.md, "Queries, tickets and descriptors" would refuse (e.g. "__" segments) are skipped.
 func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, error) {
 	var out []arrayEntry
 	var walk func(dir string, depth int) error

@@ -47,7 +47,7 @@ func descriptorQuery(fd *aflight.FlightDescriptor) (*query.Query, error) {
 }
 
 // arrowSchema is the Arrow schema of the columns a query asks for (all
-// columns in DESIGN §2 order when it names none).
+// columns in docs/protocol.md, "Arrow type mapping" order when it names none).
 func arrowSchema(a *tdbarray.Array, name string, columns []string) (*arrow.Schema, error) {
 	if a.B2ND != nil {
 		return reader.B2NDSchema(a, columns)

@@ -14,7 +14,7 @@ import (
 // Recover returns interceptors that turn a panic in a handler into an
 // Internal status for that call alone, logged with its stack: a bug met by
 // one request must never stop the daemon and every other client's streams
-// (DESIGN.md §3). They belong innermost, after the access log, so the log
+// (docs/protocol.md, "Queries, tickets and descriptors"). They belong innermost, after the access log, so the log
 // line still reports the call.
 func Recover(log zerolog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	report := func(method string, p any) error {

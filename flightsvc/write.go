@@ -113,7 +113,7 @@ type RecordSource interface {
 }
 
 // write writes rdr's rows into q's array as one atomic write, the rules
-// of DoPut (DESIGN §3) applying to q and to the stream.
+// of DoPut (docs/protocol.md, "Queries, tickets and descriptors") applying to q and to the stream.
 func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (*putResult, error) {
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
@@ -231,7 +231,7 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 
 // checkPutSchema checks the stream's schema against the array before any
 // row is read: the right set of columns, each of a type the conversions of
-// DESIGN §3 accept. It returns the column names.
+// docs/protocol.md, "Queries, tickets and descriptors" accept. It returns the column names.
 func checkPutSchema(name string, s *schema.ArraySchema, in *arrow.Schema) ([]string, error) {
 	want := map[string]bool{}
 	var order []string

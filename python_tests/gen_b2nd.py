@@ -10,7 +10,7 @@ their dtype, shape, chunks, blocks, codec, filters, frame kind and the
 special chunks they hold. --golden writes the small subset committed under
 testdata/b2nd (Go tests run on it without Python).
 
-The matrix: every dtype of DESIGN section 6 (i1..u8, f2, f4, f8, bool, c8,
+The matrix: every dtype of docs/protocol.md, "Blosc2 NDArrays" (i1..u8, f2, f4, f8, bool, c8,
 c16, datetime64/timedelta64 units, S, U, V, structured, big-endian) x the
 codecs (blosclz, lz4, lz4hc, zlib, zstd, zstd with a dictionary) x the
 filters (none, shuffle, bitshuffle, delta, trunc_prec, bytedelta, and

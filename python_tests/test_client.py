@@ -431,7 +431,7 @@ def test_progress_bar(client, dense, capsys):
     assert capsys.readouterr().err == ""
 
 
-# -- filter, staged writes and the lifecycle actions (DESIGN.md section 5) ----------------
+# -- filter, staged writes and the lifecycle actions (docs/protocol.md, "Array lifecycle") ----------------
 
 
 def test_filter_equals_tiledb_condition(client, flightd):

@@ -35,7 +35,7 @@ def dense_values():
 
 @pytest.fixture(scope="module")
 def arrays(flightd):
-    """A dense and a sparse array written by TileDB, plus the DESIGN example."""
+    """A dense and a sparse array written by TileDB, plus the protocol example."""
     data = flightd.data
     os.makedirs(os.path.join(data, "t"), exist_ok=True)
     # Dense 20x12 with 5x4 tiles, two attributes.
@@ -56,7 +56,7 @@ def arrays(flightd):
     xs = np.arange(0, 1000, 7, dtype=np.int64)
     with tiledb.open(uri, "w", timestamp=10) as A:
         A[xs] = {"s": np.array([f"s{x}" for x in xs], dtype=object), "f": (xs / 2).astype(np.float32)}
-    # DESIGN.md §3's query example: climate/temp with x, y, temp.
+    # docs/protocol.md, "Queries, tickets and descriptors": climate/temp with x, y, temp.
     os.makedirs(os.path.join(data, "climate"), exist_ok=True)
     uri = os.path.join(data, "climate", "temp")
     dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 199), tile=50, dtype=np.int32),
@@ -190,7 +190,7 @@ def test_sparse_reads_match_tiledb(client, arrays, flightd):
 
 
 def test_design_query_example(client, arrays, flightd):
-    # The query of DESIGN.md §3, verbatim.
+    # The query of docs/protocol.md, "Queries, tickets and descriptors", verbatim.
     q = {"array": "climate/temp", "columns": ["x", "y", "temp"],
          "subarray": {"x": [[0, 99]], "y": [[10, 20], [30, 40]]}, "layout": "row-major",
          "timestamp": [0, 1700000000000], "batch_rows": 65536, "limit": 1000000, "partitions": 4}
@@ -360,7 +360,7 @@ os._exit(3)
 
 # ---------------------------------------------------------------- actions
 
-DESIGN_SCHEMA = {"array": "points", "type": "sparse", "cell_order": "hilbert", "tile_order": "row-major",
+EXAMPLE_SCHEMA = {"array": "points", "type": "sparse", "cell_order": "hilbert", "tile_order": "row-major",
                  "capacity": 10000, "allows_duplicates": False,
                  "dimensions": [{"name": "x", "type": "float64", "domain": [0, 1000], "tile": 100,
                                  "filters": [{"name": "zstd", "level": 3}]}],
@@ -373,7 +373,7 @@ def test_actions_list_and_design_schema_lifecycle(client, flightd):
     kinds = {a.type: a.description for a in client.list_actions()}
     for k in ["list_arrays", "describe", "create_array", "drop_array", "list_fragments", "get_metadata", "put_metadata"]:
         assert kinds.get(k), k
-    created = action(client, "create_array", DESIGN_SCHEMA)
+    created = action(client, "create_array", EXAMPLE_SCHEMA)
     assert created["array"] == "points"
     desc = action(client, "describe", {"array": "points"})
     assert desc == created
@@ -385,7 +385,7 @@ def test_actions_list_and_design_schema_lifecycle(client, flightd):
         assert A.schema.cell_order == "hilbert"
         assert A.schema.attr("v").isnullable
         assert A.schema.domain.dim("x").tile == 100
-    expect_code("ALREADY_EXISTS", action, client, "create_array", DESIGN_SCHEMA)
+    expect_code("ALREADY_EXISTS", action, client, "create_array", EXAMPLE_SCHEMA)
     # Write with nulls, read back through TileDB and Flight.
     xs = [5.5, 999.0, 0.0, 123.25]
     vs = [1.5, None, 3.0, None]
@@ -475,7 +475,7 @@ def test_hostile_inputs_refused_and_daemon_keeps_serving(client, arrays, flightd
         ("INVALID_ARGUMENT", lambda: action(client, "no_such_action", {})),
         ("INVALID_ARGUMENT", lambda: action(client, "create_array", {"array": "bad/schema", "type": "sparse"})),
         ("INVALID_ARGUMENT", lambda: action(client, "create_array", {"array": "../up", "type": "sparse"})),
-        ("INVALID_ARGUMENT", lambda: action(client, "create_array", dict(DESIGN_SCHEMA, array="t/dense2d/inner"))),
+        ("INVALID_ARGUMENT", lambda: action(client, "create_array", dict(EXAMPLE_SCHEMA, array="t/dense2d/inner"))),
         ("INVALID_ARGUMENT", lambda: action(client, "put_metadata", {"array": arrays["dense"], "metadata": {"k": {"nested": 1}}})),
         ("INVALID_ARGUMENT", lambda: action(client, "put_metadata", {"array": arrays["dense"], "metadata": 5})),
         ("NOT_FOUND", lambda: action(client, "drop_array", {"array": "never/was"})),

@@ -1,4 +1,4 @@
-"""The array lifecycle of DESIGN.md §5 through the real daemon, judged by
+"""The array lifecycle of docs/protocol.md, "Array lifecycle" through the real daemon, judged by
 TileDB 2.30: staged writes (DoPut "stage": true, commit_fragments,
 abort_fragments); consolidation and vacuum of every mode, compared file by
 file (UUIDs aside) and read by read with TileDB's own on a copy of the same

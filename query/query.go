@@ -1,4 +1,4 @@
-// Package query owns the query of DESIGN.md §3: the JSON object that
+// Package query owns the query of docs/protocol.md, "Queries, tickets and descriptors": the JSON object that
 // Flight tickets, CMD descriptors and DoPut descriptors carry. It parses
 // and validates the JSON strictly (a hand-written ticket with a typo is an
 // InvalidArgument error, not a silently ignored key) and renders queries
@@ -21,7 +21,7 @@ import (
 // Layout is the order of the result cells.
 type Layout string
 
-// The layouts of DESIGN.md §3. LayoutDefault lets the reader choose
+// The layouts of docs/protocol.md, "Queries, tickets and descriptors". LayoutDefault lets the reader choose
 // (dense: row-major, sparse: unordered).
 const (
 	LayoutDefault   Layout = ""
@@ -84,7 +84,7 @@ type Query struct {
 	// cells, in the order the JSON object gave them.
 	Aggregates []Aggregate
 	// Stage is only meaningful to DoPut: write the fragments without
-	// committing them (DESIGN.md §5, staged writes).
+	// committing them (docs/protocol.md, "Array lifecycle", staged writes).
 	Stage bool
 	// Compression is CompressionZstd when the client accepts record
 	// batch bodies compressed with zstd (Arrow IPC body compression), ""
@@ -428,7 +428,7 @@ func truncate(s string) string {
 	return s
 }
 
-// ValidateArrayName checks an array name against DESIGN.md §3: segments of
+// ValidateArrayName checks an array name against docs/protocol.md, "Queries, tickets and descriptors": segments of
 // [A-Za-z0-9._-] joined by "/", none empty, "." or "..", none starting
 // with "__".
 func ValidateArrayName(name string) error {

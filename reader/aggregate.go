@@ -26,7 +26,7 @@ import (
 	"github.com/tileflight/tileflight/tdbarray"
 )
 
-// aggState is one aggregate of DESIGN.md §5 (`aggregates`), accumulated
+// aggState is one aggregate of docs/protocol.md, "Array lifecycle" (`aggregates`), accumulated
 // as TileDB 2.30 does: sum in int64 / uint64 / float64 (an overflow is an
 // error), min and max keep the first value and replace it by a smaller
 // (larger) one, so a NaN seen first sticks, mean is sum / values, count

@@ -98,7 +98,7 @@ func compareReadBatch(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []ar
 	}
 }
 
-// A query without a subarray spans the non-empty domain (DESIGN §3), with
+// A query without a subarray spans the non-empty domain (docs/protocol.md, "Queries, tickets and descriptors"), with
 // fill values where no fragment in it wrote.
 func TestDefaultSubarrayIsNonEmptyDomain(t *testing.T) {
 	st, _ := ownCase(t, "rd_fill_evolved") // i uint32 [0, 19]; fragments [3, 8] and [7, 11]

@@ -153,7 +153,7 @@ type table struct {
 	path  string
 	name  string
 	arr   *tdbarray.Array
-	arrow *arrow.Schema // every column, DESIGN §2 order
+	arrow *arrow.Schema // every column, docs/protocol.md, "Arrow type mapping" order
 	full  gms.Schema
 	// proj are the indexes (into arrow/full) of the columns scanned; nil
 	// means all.
@@ -284,7 +284,7 @@ func (t *table) columnNames() []string {
 	return out
 }
 
-// nativeQuery is the query of DESIGN §3 the scan runs; empty says that
+// nativeQuery is the query of docs/protocol.md, "Queries, tickets and descriptors" the scan runs; empty says that
 // the pushed-down ranges leave no cell.
 func (t *table) nativeQuery(ranges dimRanges, limit int64) (*query.Query, bool) {
 	q := &query.Query{Array: t.path, Limit: limit}

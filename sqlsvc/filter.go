@@ -1,7 +1,7 @@
 package sqlsvc
 
 // WHERE terms on attributes (and, on sparse arrays, on dimensions) become
-// the scan's `filter` (DESIGN §5, TileDB-Py's QueryCondition language), so
+// the scan's `filter` (docs/protocol.md, "Array lifecycle", TileDB-Py's QueryCondition language), so
 // that the reader drops rows before the engine sees them. A term is pushed
 // only when the condition keeps exactly the rows for which SQL's WHERE is
 // TRUE:

@@ -2,7 +2,7 @@ package sqlsvc
 
 // Bulk ingest (CommandStatementIngest, ADBC's adbc_ingest): the stream is
 // written into an existing array exactly as a DoPut with a PATH
-// descriptor is (DESIGN §3): sparse arrays take every dimension and
+// descriptor is (docs/protocol.md, "Queries, tickets and descriptors"): sparse arrays take every dimension and
 // attribute, dense arrays every attribute for the cells of the whole
 // domain in row-major order; one ingest is one atomic write.
 //

@@ -1,7 +1,7 @@
 package sqlsvc
 
 // After the engine planned a statement, two rewrites move work into the
-// native reader (DESIGN §7):
+// native reader (docs/protocol.md, "Flight SQL"):
 //
 //   - a Filter right above a scan of one of our tables gives the scan the
 //     terms it can answer exactly (filter.go) and keeps the rest;

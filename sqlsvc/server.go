@@ -1,6 +1,6 @@
 // Package sqlsvc serves Arrow Flight SQL (ADBC, the Flight SQL JDBC
 // driver, DBeaver, Spark's JDBC source) on the Flight service's port
-// (DESIGN §7). It sits above package flightsvc, whose limits, auth checks,
+// (docs/protocol.md, "Flight SQL"). It sits above package flightsvc, whose limits, auth checks,
 // error mapping, query engine and writer it uses, and routes:
 //
 //   - catalog commands to the data directory: catalog "tileflight",

@@ -1,6 +1,6 @@
 package sqlsvc
 
-// Types between Arrow (DESIGN §2) and the SQL engine: array columns become
+// Types between Arrow (docs/protocol.md, "Arrow type mapping") and the SQL engine: array columns become
 // engine columns, engine results become Arrow columns.
 
 import (

@@ -220,7 +220,7 @@ func ArrowField(s *schema.ArraySchema, name string) (arrowconv.Field, bool) {
 }
 
 // FromArrow converts the columns of an Arrow record into write columns,
-// with the conversions of DESIGN.md §3 (package arrowconv). Unknown
+// with the conversions of docs/protocol.md, "Queries, tickets and descriptors" (package arrowconv). Unknown
 // columns and type mismatches are InvalidArgument.
 func FromArrow(s *schema.ArraySchema, rec arrow.RecordBatch) (map[string]Column, error) {
 	out := map[string]Column{}

@@ -26,7 +26,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	ts := fs.Uint64("timestamp", 0, "open the array at this time (ms since the epoch; default now)")
 	key := fs.String("key", os.Getenv("TILEFLIGHT_ENCRYPTION_KEY"), "AES-256-GCM key of an encrypted array (32 bytes; env TILEFLIGHT_ENCRYPTION_KEY)")
-	asJSON := fs.Bool("json", false, "print the schema as schema JSON (DESIGN.md §3) instead of the report")
+	asJSON := fs.Bool("json", false, "print the schema as schema JSON (docs/protocol.md, Schema JSON) instead of the report")
 	var s3f s3Flags
 	s3f.register(fs)
 	fs.Usage = func() {

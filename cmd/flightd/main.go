@@ -295,7 +295,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		cfg.Cluster = cl
 	}
 	svc := flightsvc.NewService(cfg)
-	// Flight SQL on the same port (DESIGN §7).
+	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
 	ver, _, _ := versionInfo()
 	sqlServer, _, err := sqlsvc.New(svc, log, ver)
 	if err != nil {

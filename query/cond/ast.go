@@ -1,5 +1,5 @@
 // Package cond owns the query-condition language of the `filter` query key
-// and the `delete` action (DESIGN.md §5): TileDB-Py's QueryCondition
+// and the `delete` action (docs/protocol.md, "Array lifecycle"): TileDB-Py's QueryCondition
 // syntax, which is a subset of Python expressions.
 //
 // Parse turns the text into an AST (a real recursive-descent grammar with

@@ -225,7 +225,7 @@ class Client:
         body["metadata"] = dict(metadata)
         return int(self.action("put_metadata", body)["keys"])
 
-    # -- lifecycle (DESIGN.md section 5) -------------------------------------------
+    # -- lifecycle (docs/protocol.md, "Array lifecycle") -------------------------------------------
 
     def consolidate(self, name: str, mode: str = "fragments",
                     timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
