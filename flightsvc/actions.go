@@ -37,7 +37,7 @@ var actions = map[string]actionDef{
 		run:  (*Service).actListArrays,
 	},
 	"describe": {
-		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Queries, tickets and descriptors").`,
+		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Schema JSON").`,
 		run:  (*Service).actDescribe,
 	},
 	"create_array": {

@@ -15,7 +15,7 @@ import (
 // EvolveSchema writes what TileDB's ArraySchemaEvolution writes: a new
 // schema file __schema/__t_t_<uuid> (t: the evolution's timestamp, 0 =
 // now), the newest schema with the attributes of drop removed and those
-// of addJSON (attribute objects of the schema JSON, docs/protocol.md, "Queries, tickets and descriptors")
+// of addJSON (attribute objects of the schema JSON, docs/protocol.md, "Schema JSON")
 // appended. Fragments keep naming the schema they were written with, so
 // reads at any time see them through their own schema; a read with the
 // new schema shows added attributes' fill values in older fragments.

@@ -17,7 +17,7 @@ import (
 	"github.com/tileflight/tileflight/format/pipeline"
 )
 
-// The schema JSON of docs/protocol.md, "Queries, tickets and descriptors". Values of a field's type are JSON numbers
+// The schema JSON of docs/protocol.md, "Schema JSON". Values of a field's type are JSON numbers
 // (exact for 64-bit integers), strings for string/char/blob types (a list of
 // byte values when not valid UTF-8), and "nan", "inf", "-inf" for non-finite
 // floats. A filter list is a JSON list, or {"chunk_size": n, "filters": [...]}

@@ -2,7 +2,7 @@
 // array (domain, dimensions, attributes, filter pipelines, dimension labels,
 // enumerations, current domain), its on-disk encoding for every array format
 // version, the enumeration files, the checks TileDB applies before creating
-// an array, and tileflight's schema JSON (docs/protocol.md, "Queries, tickets and descriptors").
+// an array, and tileflight's schema JSON (docs/protocol.md, "Schema JSON").
 //
 // Decode and Encode work on the payload of the schema's generic tile;
 // DecodeFile and EncodeFile wrap that in the generic tile. Encoding a decoded
