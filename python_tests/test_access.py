@@ -414,3 +414,48 @@ def test_jwt(flightd_bin, data, tmp_path):
         rw = bearer(keys.sign("EdDSA", "d1", {k: v for k, v in good.items() if k != "tileflight_prefixes"} | {"tileflight_access": "rw"}))
         assert names(c, rw) == ["lab/a", "lab/deep/b", "other/c", "top"]
         c.close()
+
+
+# -- clusters -----------------------------------------------------------------
+
+def test_cluster_peers_check_reach(flightd_bin, data, tokens_file):
+    """Two nodes serving one data directory: a scoped token's endpoints may
+    point at either node, and every node applies the token's reach to the
+    tickets it is handed, its own or the other node's, whichever token
+    they were made for."""
+    from s3_fixture import free_port
+    ports = [free_port() for _ in range(2)]
+    urls = [f"grpc://127.0.0.1:{p}" for p in ports]
+    nodes = [Daemon(flightd_bin, data, args=["-tokens-file", str(tokens_file), "-listen", f"127.0.0.1:{p}",
+                                             "-advertise", u, "-peers", ",".join(urls), "-peer-check-interval", "200ms"])
+             for p, u in zip(ports, urls)]
+    try:
+        lab, admin = bearer("lab-secret"), bearer("admin-secret")
+        c0 = fl.connect(urls[0])
+        deadline = time.time() + 20
+        while True:
+            info = c0.get_flight_info(fl.FlightDescriptor.for_command(json.dumps({"array": "lab/a", "partitions": 4})), lab)
+            firsts = {loc.uri.decode() for e in info.endpoints for loc in e.locations}
+            if firsts == set(urls) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert firsts == set(urls), firsts
+        # Every node, handed each endpoint's ticket: the token's own arrays
+        # read, another token's tickets are NOT_FOUND.
+        other = c0.get_flight_info(fl.FlightDescriptor.for_command(json.dumps({"array": "other/c", "partitions": 4})), admin)
+        for u in urls:
+            c = fl.connect(u)
+            assert sum(c.do_get(e.ticket, options=lab).read_all().num_rows for e in info.endpoints) == 10
+            for e in other.endpoints:
+                expect_code("NOT_FOUND", lambda: c.do_get(e.ticket, options=lab).read_all())
+            assert sum(c.do_get(e.ticket, options=admin).read_all().num_rows for e in other.endpoints) == 10
+            c.close()
+        for u in urls:
+            c = fl.connect(u)
+            assert names(c, lab) == ["lab/a", "lab/deep/b"]
+            expect_code("NOT_FOUND", c.get_flight_info, fl.FlightDescriptor.for_path("other", "c"), lab)
+            c.close()
+        c0.close()
+    finally:
+        for d in nodes:
+            d.stop(check=False)
