@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tileflight/tileflight/access"
 	"math"
 	"sort"
 	"strings"
@@ -236,6 +237,11 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	callInfo(ctx).SetArray(name)
 	if err := query.ValidateArrayName(name); err != nil {
 		return nil, err
+	}
+	if !access.Reaches(ctx, name) {
+		// Refused before anything is looked at, so the answer says
+		// nothing about whether such an array exists.
+		return nil, errkind.Errorf(errkind.PermissionDenied, "array %q: this token may only create arrays under its prefixes %q", name, access.FromContext(ctx).Prefixes)
 	}
 	if reader.IsB2ND(name) {
 		return s.createB2ND(ctx, name, body)

@@ -2,6 +2,7 @@ package flightsvc
 
 import (
 	"context"
+	"github.com/tileflight/tileflight/access"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 type CallInfo struct {
 	array atomic.Pointer[string]
 	token atomic.Pointer[string]
+	user  atomic.Pointer[string]
+	cert  atomic.Pointer[string]
 	rows  atomic.Int64
 	bytes atomic.Int64
 }
@@ -40,6 +43,23 @@ func (c *CallInfo) SetArray(name string) { c.array.Store(&name) }
 // SetToken records the name of the token the call authenticated with.
 func (c *CallInfo) SetToken(name string) { c.token.Store(&name) }
 
+// SetPrincipal records who the call authenticated as: the credential's
+// name, the Basic user name and the client certificate's CN, when given.
+func (c *CallInfo) SetPrincipal(p *access.Principal) {
+	if p == nil {
+		return
+	}
+	if p.Name != "" {
+		c.SetToken(p.Name)
+	}
+	if p.User != "" {
+		c.user.Store(&p.User)
+	}
+	if p.CertCN != "" {
+		c.cert.Store(&p.CertCN)
+	}
+}
+
 // AddRows adds to the row count.
 func (c *CallInfo) AddRows(n int64) { c.rows.Add(n) }
 
@@ -52,6 +72,12 @@ func (c *CallInfo) log(ctx context.Context, ev *zerolog.Event, method string, st
 	}
 	if t := c.token.Load(); t != nil {
 		ev = ev.Str("token", *t)
+	}
+	if u := c.user.Load(); u != nil {
+		ev = ev.Str("user", *u)
+	}
+	if cn := c.cert.Load(); cn != nil {
+		ev = ev.Str("cert_cn", *cn)
 	}
 	if a := c.array.Load(); a != nil {
 		ev = ev.Str("array", *a)
@@ -69,7 +95,8 @@ func (c *CallInfo) log(ctx context.Context, ev *zerolog.Event, method string, st
 }
 
 // AccessLog returns interceptors that write one log line per call with the
-// peer, the token's name (see TokenName), method, array, rows, bytes,
+// peer, the credential's name (a token's name or fingerprint, a JWT's
+// subject), the Basic user name and the client certificate's CN, method, array, rows, bytes,
 // duration and status.
 func AccessLog(log zerolog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	return AccessLogWith(log, nil)

@@ -2,9 +2,9 @@ package flightsvc
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/tileflight/tileflight/access"
 	"io"
 	"net"
 	"strings"
@@ -54,45 +54,6 @@ func TestDescriptorQuery(t *testing.T) {
 		}
 		if err != nil || q.Array != c.array {
 			t.Errorf("%d: %v %v", i, q, err)
-		}
-	}
-}
-
-func TestParseTokensAndHeaders(t *testing.T) {
-	tok, err := ParseTokens("# comment\nalpha rw\nbeta ro\n\ngamma\ndelta:ro, eps rw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Tokens{"alpha": ReadWrite, "beta": ReadOnly, "gamma": ReadWrite, "delta": ReadOnly, "eps": ReadWrite}
-	if len(tok) != len(want) {
-		t.Fatalf("%v", tok)
-	}
-	for k, v := range want {
-		if tok[k] != v {
-			t.Errorf("%s: %v, want %v", k, tok[k], v)
-		}
-	}
-	for _, bad := range []string{"x admin", "a b c"} {
-		if _, err := ParseTokens(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	headers := []struct {
-		h, tok string
-		ok     bool
-	}{
-		{"Bearer abc", "abc", true},
-		{"bearer  abc ", "abc", true},
-		{"Basic " + base64.StdEncoding.EncodeToString([]byte("user:secret")), "secret", true},
-		{"Basic " + base64.StdEncoding.EncodeToString([]byte("secret")), "secret", true},
-		{"Basic !!!", "", false},
-		{"Bearer", "", false},
-		{"Digest x", "", false},
-	}
-	for _, c := range headers {
-		got, ok := tokenFrom(c.h)
-		if got != c.tok || ok != c.ok {
-			t.Errorf("%q: %q %v", c.h, got, ok)
 		}
 	}
 }
@@ -147,7 +108,7 @@ func serve(t *testing.T, cfg Config) aflight.Client {
 // serveService is serve for a service the test keeps a hold of.
 func serveService(t *testing.T, svc *Service) aflight.Client {
 	t.Helper()
-	ua, sa := AuthInterceptors(svc.cfg.Tokens)
+	ua, sa := AuthInterceptors(svc.cfg.Auth)
 	ul, sl := AccessLog(zerolog.Nop())
 	// The daemon's transport (TransportOptions: sendCodec) under the
 	// tests, as in cmd/flightd.
@@ -203,7 +164,11 @@ func TestPutGetAndAuthInProcess(t *testing.T) {
 	if err := writer.CreateArray(ctx, st, "g/a", s); err != nil {
 		t.Fatal(err)
 	}
-	c := serve(t, Config{Store: st, Tokens: Tokens{"w": ReadWrite, "r": ReadOnly}})
+	auth, err := access.NewFromText("w rw\nr ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, Config{Store: st, Auth: auth})
 	rw := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer w")
 	ro := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer r")
 
@@ -267,22 +232,6 @@ func TestPutGetAndAuthInProcess(t *testing.T) {
 	if _, err := drop.Recv(); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("drop with a read-only token: %v", err)
 	}
-}
-
-func FuzzParseTokens(f *testing.F) {
-	f.Add("a rw\nb ro\n# c\n")
-	f.Add("x:ro,y;z rw")
-	f.Fuzz(func(t *testing.T, s string) {
-		tok, err := ParseTokens(s)
-		if err == nil {
-			for k, v := range tok {
-				if k == "" || (v != ReadOnly && v != ReadWrite) {
-					t.Fatalf("%q -> %q %v", s, k, v)
-				}
-			}
-		}
-		tokenFrom(s)
-	})
 }
 
 // Any CMD descriptor is a query or an InvalidArgument error, never a panic.
@@ -489,21 +438,4 @@ func FuzzTakeEncrypted(f *testing.F) {
 			t.Fatalf("withEncrypted(%q) = %q: %v", out, marked, err)
 		}
 	})
-}
-
-func TestTokenNames(t *testing.T) {
-	tok, err := ParseTokens("s3cret-a rw alice\ns3cret-b ro")
-	if err != nil || tok["s3cret-a"] != ReadWrite || tok["s3cret-b"] != ReadOnly {
-		t.Fatalf("%v %v", tok, err)
-	}
-	if n := TokenName("s3cret-a"); n != "alice" {
-		t.Errorf("named token: %q", n)
-	}
-	// Unnamed: a fingerprint, never the secret.
-	if n := TokenName("s3cret-b"); n != "sha256:5bcde0d53c39" {
-		t.Errorf("unnamed token: %q", n)
-	}
-	if len(TokenName("x")) != len("sha256:")+12 {
-		t.Errorf("fingerprint length: %q", TokenName("x"))
-	}
 }

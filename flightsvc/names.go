@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tileflight/tileflight/access"
 	"sort"
 	"strings"
 
@@ -35,6 +36,7 @@ type arrayEntry struct {
 // names that docs/protocol.md, "Queries, tickets and descriptors" would refuse (e.g. "__" segments) are skipped.
 func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, error) {
 	var out []arrayEntry
+	who := access.FromContext(ctx)
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
 		if depth > maxListDepth || len(out) >= maxListArrays {
@@ -55,13 +57,17 @@ func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, 
 			if query.ValidateArrayName(name) != nil {
 				continue
 			}
-			// Prune subtrees that cannot hold a name with the prefix.
+			// Prune subtrees that cannot hold a name with the prefix, or
+			// an array within the caller's reach.
 			if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(prefix, name+"/") {
+				continue
+			}
+			if !who.Reaches(name) && !who.MayHoldReachable(name) {
 				continue
 			}
 			if strings.HasSuffix(name, ".b2nd") {
 				// A file is a contiguous frame, a directory a sparse one.
-				if strings.HasPrefix(name, prefix) {
+				if strings.HasPrefix(name, prefix) && who.Reaches(name) {
 					out = append(out, arrayEntry{Name: name, B2ND: true})
 				}
 				continue
@@ -74,7 +80,7 @@ func (s *Service) listArrays(ctx context.Context, prefix string) ([]arrayEntry, 
 				return err
 			}
 			if ok {
-				if strings.HasPrefix(name, prefix) {
+				if strings.HasPrefix(name, prefix) && who.Reaches(name) {
 					out = append(out, arrayEntry{Name: name})
 				}
 				continue
@@ -121,9 +127,16 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 // not served yet; whether the array exists is left to whoever opens it
 // (array.Open lists the directory anyway, so checking first would list it
 // twice on every query).
+//
+// It is also where a caller's reach is enforced: an array outside the
+// prefixes of the call's principal does not exist for it, whatever path
+// the name arrived by (tickets made for another token included).
 func (s *Service) checkName(ctx context.Context, name string) error {
 	if err := query.ValidateArrayName(name); err != nil {
 		return err
+	}
+	if !access.Reaches(ctx, name) {
+		return notFound(name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package flightsvc
 
 import (
+	"github.com/tileflight/tileflight/access"
 	"time"
 
 	"context"
@@ -58,10 +59,11 @@ type Config struct {
 	VacuumGrace time.Duration
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
-	// Tokens, when not empty, turns on bearer-token authentication: the
-	// Handshake trades credentials for a bearer token, and read-only
-	// tokens may not write (AuthInterceptors does the per-call check).
-	Tokens Tokens
+	// Auth, when it has credentials, turns authentication on: the
+	// Handshake trades credentials for a bearer token, every call carries
+	// a principal (AuthInterceptors), read-only principals may not write,
+	// and arrays outside a principal's prefixes do not exist for it.
+	Auth *access.Authenticator
 	// Cluster, when set, spreads GetFlightInfo's endpoints over this node
 	// and its live peers (see cluster.go); nil: endpoints carry no
 	// locations (= this server).
@@ -132,9 +134,9 @@ func (s *Service) acquireStream() (release func(), err error) {
 }
 
 // requireWrite refuses a mutation to callers that authenticated with a
-// read-only token.
+// read-only credential.
 func requireWrite(ctx context.Context, what string) error {
-	if a, ok := ctx.Value(accessKey{}).(Access); ok && a == ReadOnly {
+	if !access.CanWrite(ctx) {
 		return errkind.Errorf(errkind.PermissionDenied, "%s needs a read-write token; this one is read-only", what)
 	}
 	return nil

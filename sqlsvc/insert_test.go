@@ -3,6 +3,7 @@ package sqlsvc
 import (
 	"context"
 	"fmt"
+	"github.com/tileflight/tileflight/access"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -312,7 +313,11 @@ func TestInsertAtomic(t *testing.T) {
 // TestInsertReadOnly: a read-only token cannot INSERT, whichever path.
 func TestInsertReadOnly(t *testing.T) {
 	_, _, addr := serveSQLWith(t, func(cfg *flightsvc.Config) {
-		cfg.Tokens = flightsvc.Tokens{"rw": flightsvc.ReadWrite, "ro": flightsvc.ReadOnly}
+		auth, err := access.NewFromText("rw rw\nro ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Auth = auth
 	}, insertArrays)
 	ro, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer("ro")))
 	if err != nil {

@@ -79,7 +79,7 @@ func serveSQLWith(t testing.TB, cfg func(*flightsvc.Config), extra ...func(t tes
 	}
 	svc.SetSQL(h)
 	ul, sl := flightsvc.AccessLog(zerolog.Nop())
-	ua, sa := flightsvc.AuthInterceptors(conf.Tokens)
+	ua, sa := flightsvc.AuthInterceptors(conf.Auth)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -89,7 +89,7 @@ func serveSQLWith(t testing.TB, cfg func(*flightsvc.Config), extra ...func(t tes
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if len(conf.Tokens) > 0 {
+	if conf.Auth.Enabled() {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer("rw")))
 	}
 	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, opts...)

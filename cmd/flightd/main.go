@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tileflight/tileflight/access"
 	"io"
 	"net"
 	"os"
@@ -71,6 +72,10 @@ type serveConfig struct {
 	key             string
 	tokensFile      string
 	tokens          string
+	tlsClientCA     string
+	jwtKeys         string
+	jwtIssuer       string
+	jwtAudience     string
 	shutdownTimeout time.Duration
 	vacuumGrace     time.Duration
 	s3              s3Flags
@@ -119,8 +124,12 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.maxFragBytes}, "max-fragment-bytes", "a DoPut cuts a fragment each time this `size` of input is buffered and writes it while the next is received; its fragments commit together (a DoPut peaks at about 5x this in memory; a dense DoPut of fixed-size attributes, filtered tile by tile as cells arrive, holds about 1x this of input)")
 	fs.StringVar(&c.keyFile, "encryption-key-file", "", "file holding the 32-byte AES-256-GCM key that opens encrypted arrays")
 	fs.StringVar(&c.key, "encryption-key", "", "the 32-byte AES-256-GCM key itself (prefer TILEFLIGHT_ENCRYPTION_KEY or -encryption-key-file: flags show in ps)")
-	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro\" per line; turns authentication on")
+	fs.StringVar(&c.tokensFile, "tokens-file", "", "file of bearer tokens, one \"TOKEN rw|ro [NAME] [prefix=PATH ...]\" per line (prefixes limit a token to the arrays under them); turns authentication on; SIGHUP re-reads it")
 	fs.StringVar(&c.tokens, "tokens", "", "bearer tokens \"TOKEN rw|ro\", separated by commas (prefer TILEFLIGHT_TOKENS or -tokens-file: flags show in ps)")
+	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "CA certificate file (PEM): with -tls-cert, clients must present a certificate it signed (mTLS); the certificate's CN is logged as the peer's identity")
+	fs.StringVar(&c.jwtKeys, "jwt-keys", "", "JWKS file of the public keys (RS256, ES256, EdDSA) that sign accepted JWT bearer tokens; turns authentication on; SIGHUP re-reads it")
+	fs.StringVar(&c.jwtIssuer, "jwt-issuer", "", "the \"iss\" a JWT must carry (empty: any)")
+	fs.StringVar(&c.jwtAudience, "jwt-audience", "", "an \"aud\" a JWT must carry (empty: any)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
 	c.s3.register(fs)
@@ -274,14 +283,21 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		}
 		defer stop()
 	}
-	tokens, err := flightsvc.LoadTokens(c.tokensFile, c.tokens)
+	if c.tlsClientCA != "" && c.tlsCert == "" {
+		return fmt.Errorf("-tls-client-ca needs -tls-cert and -tls-key: client certificates are checked in the TLS handshake")
+	}
+	auth, err := access.New(access.Config{
+		TokensFile: c.tokensFile, TokensEnv: c.tokens,
+		JWT:               access.JWTConfig{KeysFile: c.jwtKeys, Issuer: c.jwtIssuer, Audience: c.jwtAudience},
+		RequireClientCert: c.tlsClientCA != "",
+	})
 	if err != nil {
 		return err
 	}
 	cfg := flightsvc.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
-		Tokens: tokens, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
+		Auth: auth, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
 		IdleTrim: c.idleTrim, IdleRelease: c.idleRelease,
 	}
 	if c.key != "" {
@@ -304,7 +320,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
-	unaryAuth, streamAuth := flightsvc.AuthInterceptors(tokens)
+	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
 	unaryRecover, streamRecover := flightsvc.Recover(log)
 	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
 	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, streamRecover}
@@ -322,14 +338,16 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
 	scheme := "grpc"
+	var serverTLS *access.ServerTLS
 	if c.tlsCert == "" {
 		opts = append(opts, flightsvc.TransportOptions(true)...)
 	} else {
-		creds, err := credentials.NewServerTLSFromFile(c.tlsCert, c.tlsKey)
+		st, err := access.NewServerTLS(access.TLSFiles{CertFile: c.tlsCert, KeyFile: c.tlsKey, ClientCAFile: c.tlsClientCA})
 		if err != nil {
 			return fmt.Errorf("TLS: %w", err)
 		}
-		opts = append(opts, grpc.Creds(creds))
+		serverTLS = st
+		opts = append(opts, grpc.Creds(credentials.NewTLS(st.Config())))
 		opts = append(opts, flightsvc.TransportOptions(false)...)
 		scheme = "grpc+tls"
 	}
@@ -356,9 +374,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	lis = flightsvc.TransportListener(lis, scheme == "grpc")
 	addr := lis.Addr().String()
-	if host, _, _ := net.SplitHostPort(addr); len(tokens) == 0 || scheme == "grpc" {
+	if host, _, _ := net.SplitHostPort(addr); !auth.Enabled() || scheme == "grpc" {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			log.Warn().Str("listen", addr).Bool("auth", len(tokens) > 0).Bool("tls", scheme != "grpc").
+			log.Warn().Str("listen", addr).Bool("auth", auth.Enabled()).Bool("tls", scheme != "grpc").
 				Msg("serving beyond loopback without both tokens and TLS: anyone who can reach this address can read (and without tokens, write)")
 		}
 	}
@@ -383,6 +401,8 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
+	stopReload := reloadOnHangup(auth, serverTLS, log)
+	defer stopReload()
 	select {
 	case err := <-errc:
 		return err
