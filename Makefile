@@ -52,7 +52,7 @@ vet:
 RACE_PKGS ?= ./internal/sendconn/... ./internal/idletrim/... ./internal/bufpool/... ./flightsvc/... ./reader/... ./storage/... ./lifecycle/...
 
 race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -short -count=1 $(RACE_PKGS)
 
 # test-go: the Go-only loop, about a minute on two cores: the checks, then
 # every Go test (fixture-driven conformance tests run when the fixtures

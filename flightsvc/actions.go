@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tileflight/tileflight/access"
 	"math"
 	"sort"
 	"strings"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/datatype"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/tileflight/tileflight/access"
 	"io"
 	"net"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
@@ -112,7 +112,11 @@ func serveService(t *testing.T, svc *Service) aflight.Client {
 	ul, sl := AccessLog(zerolog.Nop())
 	// The daemon's transport (TransportOptions: sendCodec) under the
 	// tests, as in cmd/flightd.
-	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa)},
+	streamChain := []grpc.StreamServerInterceptor{sl, sa}
+	if svc.cfg.Calls != nil {
+		streamChain = append(streamChain, svc.cfg.Calls.Interceptors())
+	}
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(streamChain...)},
 		TransportOptions(true)...)...)
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

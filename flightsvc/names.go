@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tileflight/tileflight/access"
 	"sort"
 	"strings"
 
+	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters/codecs"
 	"github.com/tileflight/tileflight/format/gentile"

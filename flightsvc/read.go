@@ -233,7 +233,7 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	}
 	ci := callInfo(ctx)
 	ci.SetArray(q.Array)
-	release, err := s.acquireStream()
+	release, err := s.acquireStream(ctx)
 	if err != nil {
 		return toStatus(err)
 	}

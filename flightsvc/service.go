@@ -1,21 +1,21 @@
 package flightsvc
 
 import (
-	"github.com/tileflight/tileflight/access"
-	"time"
-
 	"context"
-	"github.com/tileflight/tileflight/tdbarray"
 	"runtime"
+	"time"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/access"
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // Config is what the service needs from the daemon.
@@ -78,6 +78,19 @@ type Config struct {
 	// IdleRelease, when > 0, how long before it also returns the free heap
 	// to the operating system (internal/idletrim). 0: never.
 	IdleTrim, IdleRelease time.Duration
+
+	// Calls, when set, is the registry of running calls that the
+	// list_queries and cancel_query actions read (its interceptor,
+	// installed by the daemon, registers them).
+	Calls *calls.Registry
+	// MaxQueriesPerPeer bounds the stream slots one peer may hold at once
+	// (a peer: the credential's name, or with authentication off the
+	// client's IP address). 0: half of MaxConcurrentStreams.
+	MaxQueriesPerPeer int
+	// QueueWait is how long a DoGet or DoPut waits for a free stream slot
+	// (at most until its own deadline) before RESOURCE_EXHAUSTED. 0:
+	// refuse at once.
+	QueueWait time.Duration
 }
 
 // Service implements the Flight RPCs.
@@ -85,6 +98,7 @@ type Service struct {
 	aflight.BaseFlightServer
 	cfg     Config
 	streams chan struct{}
+	slots   peerSlots
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *tdbarray.Cache
 	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
@@ -104,6 +118,9 @@ func NewService(cfg Config) *Service {
 	if cfg.MaxPutBytes <= 0 {
 		cfg.MaxPutBytes = 1 << 30
 	}
+	if cfg.MaxQueriesPerPeer <= 0 {
+		cfg.MaxQueriesPerPeer = max(1, cfg.MaxConcurrentStreams/2)
+	}
 	s := &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: tdbarray.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
 		tiles: tileio.NewCache(cfg.TileCacheBytes)}
 	s.idle = idletrim.New(
@@ -117,20 +134,6 @@ func NewService(cfg Config) *Service {
 			cfg.Log.Debug().Dur("took", time.Since(t)).Msg("idle: free memory returned to the OS")
 		}})
 	return s
-}
-
-// acquireStream takes one of the concurrent stream slots, or says why not.
-// Refusing at once (rather than queueing) tells a client to back off
-// instead of letting gRPC deadlines expire on calls that never started.
-func (s *Service) acquireStream() (release func(), err error) {
-	select {
-	case s.streams <- struct{}{}:
-		end := s.idle.Begin()
-		return func() { <-s.streams; end() }, nil
-	default:
-		return nil, errkind.Errorf(errkind.ResourceExhausted,
-			"%d streams are already running (the -max-queries limit); retry later", cap(s.streams))
-	}
 }
 
 // requireWrite refuses a mutation to callers that authenticated with a

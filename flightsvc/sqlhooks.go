@@ -93,7 +93,9 @@ func (s *Service) doGetSQL(t *aflight.Ticket, stream aflight.FlightService_DoGet
 func Status(err error) error { return toStatus(err) }
 
 // AcquireStream takes one of the -max-queries slots.
-func (s *Service) AcquireStream() (release func(), err error) { return s.acquireStream() }
+func (s *Service) AcquireStream(ctx context.Context) (release func(), err error) {
+	return s.acquireStream(ctx)
+}
 
 // RequireWrite refuses a mutation to a caller with a read-only token.
 func RequireWrite(ctx context.Context, what string) error { return requireWrite(ctx, what) }

@@ -60,7 +60,7 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	if err := requireWrite(ctx, "DoPut"); err != nil {
 		return toStatus(err)
 	}
-	release, err := s.acquireStream()
+	release, err := s.acquireStream(ctx)
 	if err != nil {
 		return toStatus(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tileflight/tileflight/access"
 	"io"
 	"net"
 	"os"
@@ -33,6 +32,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tileflight/tileflight/access"
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
@@ -73,6 +74,9 @@ type serveConfig struct {
 	tokensFile      string
 	tokens          string
 	tlsClientCA     string
+	stallTimeout    time.Duration
+	queueWait       time.Duration
+	maxPerPeer      int
 	jwtKeys         string
 	jwtIssuer       string
 	jwtAudience     string
@@ -118,6 +122,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
 	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
+	fs.DurationVar(&c.stallTimeout, "stall-timeout", time.Minute, "cancel a DoGet, DoPut or action whose client has made no progress (not reading what is sent, or not sending) for this long, and free its memory (0: never)")
+	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Second, "how long a DoGet or DoPut waits for a free -max-queries slot (at most its own deadline) before RESOURCE_EXHAUSTED (0: refuse at once)")
+	fs.IntVar(&c.maxPerPeer, "max-queries-per-peer", 0, "most DoGet/DoPut calls one client (its token's name, or its IP address without tokens) may run at once (0: half of -max-queries)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
 	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")
@@ -283,6 +290,10 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		}
 		defer stop()
 	}
+	registry := calls.NewRegistry(c.stallTimeout)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go registry.Watch(watchCtx)
 	if c.tlsClientCA != "" && c.tlsCert == "" {
 		return fmt.Errorf("-tls-client-ca needs -tls-cert and -tls-key: client certificates are checked in the TLS handshake")
 	}
@@ -297,7 +308,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	cfg := flightsvc.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
-		Auth: auth, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
+		Auth: auth, Calls: registry, MaxQueriesPerPeer: c.maxPerPeer, QueueWait: c.queueWait, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
 		IdleTrim: c.idleTrim, IdleRelease: c.idleRelease,
 	}
 	if c.key != "" {
@@ -323,7 +334,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
 	unaryRecover, streamRecover := flightsvc.Recover(log)
 	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
-	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, streamRecover}
+	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, registry.Interceptors(), streamRecover}
 	if mets != nil {
 		// First, so that calls refused by auth or limits are counted.
 		um, sm := mets.Interceptors()
