@@ -77,7 +77,7 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 			return 0, errkind.Errorf(errkind.AlreadyExists, "bulk ingest into %q with mode \"create\": the array exists; ingest into it with mode=\"append\" or \"create_append\"", path)
 		}
 	}
-	release, err := s.svc.AcquireStream()
+	release, err := s.svc.AcquireStream(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -304,7 +304,7 @@ func (s *Server) update(ctx context.Context, text string, params [][]param) (int
 	if err != nil {
 		return 0, err
 	}
-	release, err := s.svc.AcquireStream()
+	release, err := s.svc.AcquireStream(ctx)
 	if err != nil {
 		return 0, err
 	}

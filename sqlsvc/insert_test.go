@@ -3,7 +3,6 @@ package sqlsvc
 import (
 	"context"
 	"fmt"
-	"github.com/tileflight/tileflight/access"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"

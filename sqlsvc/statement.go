@@ -593,7 +593,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 			return nil, nil, flightsvc.Status(err)
 		}
 	}
-	release, err := s.svc.AcquireStream()
+	release, err := s.svc.AcquireStream(ctx)
 	if err != nil {
 		return nil, nil, flightsvc.Status(err)
 	}
