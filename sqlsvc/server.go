@@ -56,7 +56,8 @@ type Server struct {
 	mem    memory.Allocator
 }
 
-// New returns the Flight SQL server to install with svc.SetSQL.
+// New returns the Flight SQL server, to serve beside the native service
+// through package mux.
 func New(svc *flightsvc.Service, log zerolog.Logger, version string) (aflight.FlightServer, *Server, error) {
 	s := &Server{svc: svc, log: log, mem: memory.DefaultAllocator}
 	s.engine = newEngine(s)

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tileflight/tileflight/flightsvc"
+	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
@@ -77,11 +78,10 @@ func serveSQLWith(t testing.TB, cfg func(*flightsvc.Config), extra ...func(t tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetSQL(h)
 	ul, sl := flightsvc.AccessLog(zerolog.Nop())
 	ua, sa := flightsvc.AuthInterceptors(conf.Tokens)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
-	aflight.RegisterFlightServiceServer(srv, svc)
+	aflight.RegisterFlightServiceServer(srv, mux.New(svc, h))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

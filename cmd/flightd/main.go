@@ -35,6 +35,7 @@ import (
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/sqlsvc"
 	"github.com/tileflight/tileflight/tdbarray"
@@ -301,7 +302,6 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
-	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(tokens)
@@ -334,7 +334,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		scheme = "grpc+tls"
 	}
 	srv := grpc.NewServer(opts...)
-	aflight.RegisterFlightServiceServer(srv, svc)
+	// The native service and Flight SQL share the port (and the
+	// interceptors above) through the mux.
+	aflight.RegisterFlightServiceServer(srv, mux.New(svc, sqlServer))
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	// Reflection lets grpcurl and other tools discover the services.
