@@ -24,8 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tileflight/tileflight/flightsvc"
-	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
