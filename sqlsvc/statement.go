@@ -26,7 +26,6 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
-	"github.com/sirupsen/logrus"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/flightsvc"
@@ -45,10 +44,13 @@ const Supported = "supported: one SELECT per statement (WHERE, GROUP BY, HAVING,
 const maxBatchRows = 65536
 
 func newEngine(s *Server) *sqle.Engine {
-	// The engine logs every query at info level through logrus; the
-	// daemon's access log already has them.
-	logrus.SetLevel(logrus.WarnLevel)
 	e := sqle.NewDefault(&provider{srv: s})
+	// The engine's analyzer logs every rule it runs, at info level to
+	// stderr, when DEBUG_ANALYZER is set in the environment; the daemon's
+	// access log already has every statement. Nothing else the engine
+	// logs is on the path of the statements run here (no server, no KILL,
+	// no DDL), so its global logger is left alone.
+	e.Analyzer.Debug, e.Analyzer.Verbose = false, false
 	e.ReadOnly.Store(true)
 	return e
 }
