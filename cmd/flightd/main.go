@@ -38,6 +38,7 @@ import (
 	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/sqlsvc"
+	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/tdbarray"
 )
 
@@ -298,7 +299,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	svc := flightsvc.NewService(cfg)
 	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
 	ver, _, _ := versionInfo()
-	sqlServer, _, err := sqlsvc.New(svc, log, ver)
+	sqlServer, _, err := sqlsvc.New(native.New(svc), log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
