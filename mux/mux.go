@@ -166,18 +166,18 @@ func (m *Mux) DoPut(stream aflight.FlightService_DoPutServer) error {
 	return m.FlightServer.DoPut(replay)
 }
 
-// putStream replays the first message of a DoPut stream (or the error
+// putStream replayed the first message of a DoPut stream (or the error
 // that came instead), which the mux read to route the call.
 type putStream struct {
 	aflight.FlightService_DoPutServer
-	first   *aflight.FlightData
-	err     error
-	replays bool
+	first    *aflight.FlightData
+	err      error
+	replayed bool
 }
 
 func (p *putStream) Recv() (*aflight.FlightData, error) {
-	if !p.replays {
-		p.replays = true
+	if !p.replayed {
+		p.replayed = true
 		return p.first, p.err
 	}
 	if p.err != nil {
