@@ -78,9 +78,6 @@ func (s *Service) ListActions(_ *aflight.Empty, stream aflight.FlightService_Lis
 			return err
 		}
 	}
-	if s.sql != nil {
-		return s.sql.ListActions(&aflight.Empty{}, stream)
-	}
 	return nil
 }
 
@@ -88,11 +85,6 @@ func (s *Service) ListActions(_ *aflight.Empty, stream aflight.FlightService_Lis
 func (s *Service) DoAction(a *aflight.Action, stream aflight.FlightService_DoActionServer) error {
 	ctx := stream.Context()
 	def, ok := actions[a.GetType()]
-	if !ok && s.sql != nil && !strings.Contains(a.GetType(), "_") {
-		// Flight SQL's actions are CamelCase (CreatePreparedStatement,
-		// ClosePreparedStatement, ...); the JSON protocol's snake_case.
-		return s.sql.DoAction(a, stream)
-	}
 	if !ok {
 		names := make([]string, 0, len(actions))
 		for n := range actions {

@@ -102,9 +102,6 @@ func (s *Service) querySchema(ctx context.Context, q *query.Query) (*tdbarray.Ar
 
 // GetSchema returns the Arrow schema of the descriptor's query.
 func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
-	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
-		return s.sql.GetSchema(ctx, fd)
-	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -120,9 +117,6 @@ func (s *Service) GetSchema(ctx context.Context, fd *aflight.FlightDescriptor) (
 // GetFlightInfo resolves the descriptor's query and splits it into
 // endpoints whose tickets cover disjoint parts of the result.
 func (s *Service) GetFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
-	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
-		return s.sql.GetFlightInfo(ctx, fd)
-	}
 	q, err := descriptorQuery(fd)
 	if err != nil {
 		return nil, toStatus(err)
@@ -167,12 +161,9 @@ func orderedParts(q *query.Query) bool {
 	return q.Layout != query.LayoutUnordered && q.Layout != query.LayoutDefault
 }
 
-// PollFlightInfo answers Flight SQL commands (the JSON protocol has no
-// long-running queries to poll).
+// PollFlightInfo is refused: the JSON protocol has no long-running
+// queries to poll.
 func (s *Service) PollFlightInfo(ctx context.Context, fd *aflight.FlightDescriptor) (*aflight.PollInfo, error) {
-	if fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
-		return s.sql.PollFlightInfo(ctx, fd)
-	}
 	return nil, toStatus(errkind.Errorf(errkind.Unimplemented, "PollFlightInfo: JSON queries are answered by GetFlightInfo at once; use it"))
 }
 
@@ -223,9 +214,6 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	ctx := stream.Context()
 	if t == nil || len(t.Ticket) == 0 {
 		return toStatus(errkind.Errorf(errkind.InvalidArgument, "empty ticket: a ticket is a query JSON such as {\"array\": \"demo/dense\"}"))
-	}
-	if s.routeSQL(t.Ticket) {
-		return s.doGetSQL(t, stream)
 	}
 	q, err := query.Parse(t.Ticket)
 	if err != nil {

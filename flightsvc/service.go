@@ -101,8 +101,6 @@ type Service struct {
 	slots   peerSlots
 	// cache keeps decoded schemas and fragment metadata between queries.
 	cache *tdbarray.Cache
-	// sql serves Flight SQL on the same port (SetSQL), nil: not served.
-	sql aflight.FlightServer
 	// tiles keeps decoded tiles between queries (nil: none).
 	tiles *tileio.Cache
 	// idle gives memory back once no call has run for cfg.IdleTrim and

@@ -44,8 +44,8 @@ type putResult struct {
 // (a bad value in a late batch, a limit, the client hanging up) deletes them.
 func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
-	// The first message names the target; Flight SQL's commands (bulk
-	// ingest, prepared statement parameters) go to that layer.
+	// A stream without even a first message is refused before any limit
+	// is taken or access checked; the message is then replayed.
 	first, err := stream.Recv()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -54,9 +54,6 @@ func (s *Service) DoPut(stream aflight.FlightService_DoPutServer) error {
 		return toStatus(errkind.Errorf(errkind.InvalidArgument, "DoPut: the stream must start with a flight descriptor and an Arrow schema: %v", err))
 	}
 	stream = &putStream{FlightService_DoPutServer: stream, first: first}
-	if fd := first.GetFlightDescriptor(); fd != nil && fd.Type == aflight.DescriptorCMD && s.routeSQL(fd.Cmd) {
-		return s.sql.DoPut(stream)
-	}
 	if err := requireWrite(ctx, "DoPut"); err != nil {
 		return toStatus(err)
 	}
@@ -462,4 +459,19 @@ func checkWritable(name string, s *schema.ArraySchema) error {
 		}
 	}
 	return nil
+}
+
+// putStream replays the first message of a DoPut stream, which DoPut
+// reads before anything else.
+type putStream struct {
+	aflight.FlightService_DoPutServer
+	first *aflight.FlightData
+}
+
+func (p *putStream) Recv() (*aflight.FlightData, error) {
+	if f := p.first; f != nil {
+		p.first = nil
+		return f, nil
+	}
+	return p.FlightService_DoPutServer.Recv()
 }

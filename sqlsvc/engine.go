@@ -20,9 +20,8 @@ import (
 	gms "github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // mainSchema is the db_schema of arrays at the top of the data directory.
@@ -132,13 +131,13 @@ func (d *database) GetTableNames(ctx *gms.Context) ([]string, error) {
 	if folder != "" {
 		prefix = folder + "/"
 	}
-	es, err := d.srv.svc.ListArrays(ctx, prefix)
+	es, err := d.srv.eng.ListArrays(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range es {
-		rest := strings.TrimPrefix(e.Name, prefix)
+		rest := strings.TrimPrefix(e.Path, prefix)
 		if !strings.Contains(rest, "/") {
 			out = append(out, rest)
 		}
@@ -152,7 +151,7 @@ type table struct {
 	srv   *Server
 	path  string
 	name  string
-	arr   *tdbarray.Array
+	arr   *tables.Array
 	arrow *arrow.Schema // every column, docs/protocol.md, "Arrow type mapping" order
 	full  gms.Schema
 	// proj are the indexes (into arrow/full) of the columns scanned; nil
@@ -177,10 +176,11 @@ var (
 )
 
 func (s *Server) openTable(ctx context.Context, path string) (*table, error) {
-	a, sc, err := s.svc.OpenArray(ctx, path)
+	a, err := s.eng.Describe(ctx, path)
 	if err != nil {
 		return nil, err
 	}
+	sc := a.Arrow
 	_, name := schemaOf(path)
 	t := &table{srv: s, path: path, name: name, arr: a, arrow: sc}
 	for _, f := range sc.Fields() {
@@ -292,14 +292,14 @@ func (t *table) nativeQuery(ranges dimRanges, limit int64) (*query.Query, bool) 
 	if cols != nil && len(cols) == 0 {
 		// The engine needs the rows, not their values (COUNT(*)): one
 		// dimension is the cheapest column that says how many.
-		cols = []string{t.arr.Schema.Dimensions[0].Name}
+		cols = []string{t.arr.Dims[0].Name}
 	}
 	q.Columns = cols
 	if t.filter != "" {
 		q.Filter = t.filter
 		// A dense read gives failing cells fill values; the table holds
 		// only the rows that pass.
-		q.DropFailing = t.arr.Schema.IsDense()
+		q.DropFailing = t.arr.Dense
 	}
 	sub, empty := t.withExtra(ranges).subarray(t.arr)
 	q.Subarray = sub
@@ -352,12 +352,12 @@ func (t *table) PartitionRows(ctx *gms.Context, p gms.Partition) (gms.RowIter, e
 	if empty {
 		return gms.RowsToRowIter(), nil
 	}
-	bs, err := t.srv.svc.OpenQuery(ctx, q)
+	bs, err := t.srv.eng.Scan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	width := len(t.Schema())
-	return &rowIter{stream: bs, width: width, arrayName: t.path}, nil
+	return &rowIter{eng: t.srv.eng, stream: bs, width: width, arrayName: t.path}, nil
 }
 
 // scannedRows counts the rows scans handed to the engine or streamed as a
@@ -366,7 +366,8 @@ var scannedRows atomic.Int64
 
 // rowIter turns a scan's Arrow batches into engine rows.
 type rowIter struct {
-	stream    flightsvc.BatchStream
+	eng       tables.Engine
+	stream    tables.RecordStream
 	rec       arrow.RecordBatch
 	conv      []func(int) any
 	row       int
@@ -390,7 +391,7 @@ func (r *rowIter) Next(ctx *gms.Context) (gms.Row, error) {
 		}
 		r.rec, r.row = rec, 0
 		scannedRows.Add(rec.NumRows())
-		flightsvc.NoteCall(ctx, "", 0, flightsvc.RecordBytes(rec))
+		r.eng.NoteCall(ctx, "", 0, r.eng.RecordBytes(rec))
 		r.conv = r.conv[:0]
 		for i := 0; i < r.width && i < int(rec.NumCols()); i++ {
 			r.conv = append(r.conv, toGMS(rec.Column(i)))

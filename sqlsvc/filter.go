@@ -46,7 +46,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/query/cond"
 )
 
 // colKind is how a column's comparisons can be pushed.
@@ -82,33 +81,33 @@ func (t *table) filterColumn(name string) (filterCol, bool) {
 			break
 		}
 	}
-	if !found || t.arr.B2ND != nil {
+	if !found || t.arr.B2ND {
 		return filterCol{}, false
 	}
-	s := t.arr.Schema
+	s := t.arr
 	var typ datatype.Datatype
-	if i := s.DimensionIndex(f.Name); i >= 0 {
-		if s.IsDense() {
+	if i := s.DimIndex(f.Name); i >= 0 {
+		if s.Dense {
 			return filterCol{}, false // TileDB refuses dimensions in dense conditions
 		}
-		d := &s.Dimensions[i]
-		if d.CellValNum != 1 && !d.IsVar() {
+		d := &s.Dims[i]
+		if d.CellValNum != 1 && !d.Var {
 			return filterCol{}, false
 		}
 		typ = d.Type
 	} else {
 
-		k := s.AttributeIndex(f.Name)
-		if k < 0 || s.Attributes[k].EnumerationName != "" {
+		k := s.AttrIndex(f.Name)
+		if k < 0 || s.Attrs[k].Enumeration != "" {
 			return filterCol{}, false
 		}
-		at := &s.Attributes[k]
-		if at.CellValNum != 1 && !at.IsVar() {
+		at := &s.Attrs[k]
+		if at.CellValNum != 1 && !at.Var {
 			return filterCol{}, false
 		}
 		typ = at.Type
 	}
-	c := filterCol{name: f.Name, dim: s.DimensionIndex(f.Name) >= 0}
+	c := filterCol{name: f.Name, dim: s.DimIndex(f.Name) >= 0}
 	switch f.Type.ID() {
 	case arrow.BOOL:
 		// the engine's BOOLEAN is a signed TINYINT
@@ -163,7 +162,7 @@ func (t *table) pushFilter(e gms.Expression, cols gms.ColSet) (cond_ string, ran
 		}
 		c, ok := tr.expr(term, false)
 		if ok {
-			if _, err := cond.Compile(c, t.arr.Schema); err != nil {
+			if err := t.arr.CheckFilter(c); err != nil {
 				ok = false
 			}
 		}
@@ -197,16 +196,16 @@ func (tr *translator) dimRanges(e gms.Expression) (int, []rng, bool) {
 		}
 		d := -1
 		for _, i := range tr.t.pushable() {
-			if strings.EqualFold(tr.t.arr.Schema.Dimensions[i].Name, gf.Name()) {
+			if strings.EqualFold(tr.t.arr.Dims[i].Name, gf.Name()) {
 				d = i
 			}
 		}
 		unit := int64(0)
 		if d < 0 {
 			// datetime dimensions of a unit the engine compares exactly
-			for i := range tr.t.arr.Schema.Dimensions {
-				dd := &tr.t.arr.Schema.Dimensions[i]
-				if u := tickUnit(dd.Type); u > 0 && !dd.IsVar() && strings.EqualFold(dd.Name, gf.Name()) {
+			for i := range tr.t.arr.Dims {
+				dd := &tr.t.arr.Dims[i]
+				if u := tickUnit(dd.Type); u > 0 && !dd.Var && strings.EqualFold(dd.Name, gf.Name()) {
 					d, unit = i, u
 				}
 			}
@@ -230,7 +229,7 @@ func (tr *translator) dimRanges(e gms.Expression) (int, []rng, bool) {
 			return nil, false
 		}
 		dim = d
-		kind := kindOf(tr.t.arr.Schema.Dimensions[d].Type)
+		kind := kindOf(tr.t.arr.Dims[d].Type)
 		if unit > 0 {
 			kind = kindInt // ticks
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
@@ -58,7 +59,7 @@ func FuzzStatement(f *testing.F) {
 	if err := writer.CreateArray(ctx, st, "g/pts", sch); err != nil {
 		f.Fatal(err)
 	}
-	_, srv, err := New(flightsvc.NewService(flightsvc.Config{Store: st, Log: zerolog.Nop()}), zerolog.Nop(), "fuzz")
+	_, srv, err := New(native.New(flightsvc.NewService(flightsvc.Config{Store: st, Log: zerolog.Nop()})), zerolog.Nop(), "fuzz")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -17,9 +17,7 @@ import (
 	gms "github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/reader/plan"
 )
 
 // dimIndex is an index over dimensions of a table.
@@ -37,7 +35,7 @@ func (x *dimIndex) Table() string    { return x.t.name }
 func (x *dimIndex) Expressions() []string {
 	out := make([]string, len(x.dims))
 	for i, d := range x.dims {
-		out[i] = strings.ToLower(x.t.name) + "." + strings.ToLower(x.t.arr.Schema.Dimensions[d].Name)
+		out[i] = strings.ToLower(x.t.name) + "." + strings.ToLower(x.t.arr.Dims[d].Name)
 	}
 	return out
 }
@@ -73,7 +71,7 @@ func (x *dimIndex) CanSupport(_ *gms.Context, ranges ...gms.Range) bool {
 			return false
 		}
 		for j, ce := range mr {
-			if _, _, ok := cutRange(kindOf(x.t.arr.Schema.Dimensions[x.dims[j]].Type), ce); !ok {
+			if _, _, ok := cutRange(kindOf(x.t.arr.Dims[x.dims[j]].Type), ce); !ok {
 				return false
 			}
 		}
@@ -84,12 +82,12 @@ func (x *dimIndex) CanSupport(_ *gms.Context, ranges ...gms.Range) bool {
 // pushable are the dimensions whose ranges the subarray can hold.
 func (t *table) pushable() []int {
 	var out []int
-	for i := range t.arr.Schema.Dimensions {
-		d := &t.arr.Schema.Dimensions[i]
-		if kindOf(d.Type) == kindNone || d.IsVar() {
+	for i := range t.arr.Dims {
+		d := &t.arr.Dims[i]
+		if kindOf(d.Type) == kindNone || d.Var {
 			continue
 		}
-		if d.Type == datatype.Uint64 && schema.AsUint64(d.Type, d.Hi()) > math.MaxInt64 {
+		if d.Type == datatype.Uint64 && d.Domain.Hi.Uint > math.MaxInt64 {
 			continue // ranges are held as int64
 		}
 		out = append(out, i)
@@ -112,12 +110,12 @@ func (t *table) GetIndexes(*gms.Context) ([]gms.Index, error) {
 	// (col-major).
 	var out []gms.Index
 	if len(dims) > 1 {
-		last := len(t.arr.Schema.Dimensions) - 1
+		last := len(t.arr.Dims) - 1
 		for _, d := range dims {
 			if d != 0 && d != last {
 				continue
 			}
-			out = append(out, &dimIndex{t: t, id: "dimension_" + t.arr.Schema.Dimensions[d].Name, dims: []int{d}})
+			out = append(out, &dimIndex{t: t, id: "dimension_" + t.arr.Dims[d].Name, dims: []int{d}})
 		}
 	}
 	if dims[0] == 0 {
@@ -174,9 +172,9 @@ func (t *table) lookupPartitions(lookup gms.IndexLookup) ([]gms.Partition, error
 		empty := false
 		for j, ce := range r {
 			dim := x.dims[j]
-			rr, e, ok := cutRange(kindOf(t.arr.Schema.Dimensions[dim].Type), ce)
+			rr, e, ok := cutRange(kindOf(t.arr.Dims[dim].Type), ce)
 			if !ok {
-				return nil, fmt.Errorf("array %q: dimension %q: index range %v cannot be pushed down", t.path, t.arr.Schema.Dimensions[dim].Name, ce)
+				return nil, fmt.Errorf("array %q: dimension %q: index range %v cannot be pushed down", t.path, t.arr.Dims[dim].Name, ce)
 			}
 			if e {
 				empty = true
@@ -289,15 +287,14 @@ func cutRange(kind dimKind, ce gms.MySQLRangeColumnExpr) (r rng, empty bool, ok 
 // a sparse one.
 func (t *table) RowCount(*gms.Context) (uint64, bool, error) {
 	var n uint64
-	if t.arr.Schema.IsDense() {
-		ned := plan.NonEmptyDomain(t.arr)
+	if t.arr.Dense {
+		ned := t.arr.NonEmpty
 		if ned == nil {
 			return 0, true, nil
 		}
 		n = 1
-		for i := range t.arr.Schema.Dimensions {
-			d := &t.arr.Schema.Dimensions[i]
-			lo, hi := schema.AsInt64(d.Type, ned[i].Start), schema.AsInt64(d.Type, ned[i].End)
+		for i := range t.arr.Dims {
+			lo, hi := ned[i].Lo.Int, ned[i].Hi.Int
 			if hi < lo {
 				return 0, false, nil
 			}
@@ -306,8 +303,8 @@ func (t *table) RowCount(*gms.Context) (uint64, bool, error) {
 		return n, true, nil
 	}
 	for _, f := range t.arr.Fragments {
-		c, err := f.CellNum()
-		if err != nil {
+		c, ok := f.Cells, f.CellsKnown
+		if !ok {
 			return 0, false, nil // unknown: the planner's default
 		}
 		n += c

@@ -18,17 +18,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.StatementIngest, rdr aflight.MessageReader) (int64, error) {
 	n, err := s.ingest(ctx, cmd, rdr)
-	return n, flightsvc.Status(err)
+	return n, s.eng.Status(err)
 }
 
 func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr aflight.MessageReader) (int64, error) {
-	if err := flightsvc.RequireWrite(ctx, "bulk ingest"); err != nil {
+	if err := s.eng.RequireWrite(ctx, "bulk ingest"); err != nil {
 		return 0, err
 	}
 	if cmd.GetTemporary() {
@@ -50,7 +50,7 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 		return 0, err
 	}
 	opts := cmd.GetTableDefinitionOptions()
-	a, _, err := s.svc.OpenArray(ctx, path)
+	a, err := s.eng.Describe(ctx, path)
 	exists := err == nil
 	if err != nil && errkind.Of(err) != errkind.NotFound {
 		return 0, err
@@ -64,7 +64,7 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 		if err != nil {
 			return 0, err
 		}
-		if err := s.svc.CreateArray(ctx, body); err != nil {
+		if err := s.eng.CreateArray(ctx, body); err != nil {
 			return 0, err
 		}
 		created = true
@@ -77,12 +77,12 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 			return 0, errkind.Errorf(errkind.AlreadyExists, "bulk ingest into %q with mode \"create\": the array exists; ingest into it with mode=\"append\" or \"create_append\"", path)
 		}
 	}
-	release, err := s.svc.AcquireStream(ctx)
+	release, err := s.eng.AcquireStream(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	src := flightsvc.RecordSource(rdr)
+	src := tables.RecordSource(rdr)
 	if created || isRowIDArray(a, rdr.Schema()) {
 		start := int64(0)
 		if !created {
@@ -90,15 +90,15 @@ func (s *Server) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr 
 		}
 		src = &rowIDSource{in: rdr, next: start, mem: s.mem}
 	}
-	res, err := s.svc.Write(ctx, &query.Query{Array: path, Limit: -1}, src)
+	rows, err := s.eng.Write(ctx, path, src)
 	if err != nil {
 		if created {
 			// The array was made for this ingest: leave nothing behind.
-			if derr := s.svc.DropArray(ctx, path); derr != nil {
+			if derr := s.eng.DropArray(ctx, path); derr != nil {
 				s.log.Warn().Err(derr).Str("array", path).Msg("bulk ingest: dropping the array made for a failed ingest")
 			}
 		}
 		return 0, err
 	}
-	return res.Rows, nil
+	return rows, nil
 }

@@ -17,9 +17,7 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/schema"
-	rplan "github.com/tileflight/tileflight/reader/plan"
-	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // RowID is the dimension of arrays created by bulk ingest.
@@ -118,11 +116,11 @@ func ingestSchema(path string, sc *arrow.Schema) ([]byte, error) {
 // isRowIDArray says whether a is an array made by ingest (one int64
 // dimension RowID, sparse) and the stream lacks RowID: its rows are then
 // numbered on.
-func isRowIDArray(a *tdbarray.Array, sc *arrow.Schema) bool {
-	if a == nil || a.B2ND != nil || a.Schema.IsDense() || len(a.Schema.Dimensions) != 1 {
+func isRowIDArray(a *tables.Array, sc *arrow.Schema) bool {
+	if a == nil || a.B2ND || a.Dense || len(a.Dims) != 1 {
 		return false
 	}
-	d := &a.Schema.Dimensions[0]
+	d := &a.Dims[0]
 	if d.Name != RowID || d.Type != datatype.Int64 {
 		return false
 	}
@@ -130,12 +128,12 @@ func isRowIDArray(a *tdbarray.Array, sc *arrow.Schema) bool {
 }
 
 // nextRowID is the row number after the largest written.
-func nextRowID(a *tdbarray.Array) int64 {
-	ned := rplan.NonEmptyDomain(a)
+func nextRowID(a *tables.Array) int64 {
+	ned := a.NonEmpty
 	if ned == nil {
 		return 0
 	}
-	return schema.AsInt64(a.Schema.Dimensions[0].Type, ned[0].End) + 1
+	return ned[0].Hi.Int + 1
 }
 
 // rowIDSource numbers the rows of an ingest stream: each batch gets a

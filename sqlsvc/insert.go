@@ -31,11 +31,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
-	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/flightsvc"
-	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/writer"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // isInsert says whether a statement's first word (after comments and
@@ -112,10 +109,10 @@ func (s *Server) planInsert(ctx context.Context, text string) (p *insertPlan, er
 	if err != nil {
 		return nil, err
 	}
-	if t.arr.B2ND != nil {
+	if t.arr.B2ND {
 		return nil, errkind.Errorf(errkind.Unimplemented, "INSERT into .b2nd table %q: an INSERT's rows cannot say which part of the NDArray they fill; write it with DoPut and a subarray", t.path)
 	}
-	if t.arr.Schema.IsDense() {
+	if t.arr.Dense {
 		return nil, errkind.Errorf(errkind.Unimplemented, "INSERT into dense array %q: a dense write fills a subarray, which an INSERT cannot name; write it with DoPut and a subarray, or with bulk ingest of every cell of the domain (ADBC adbc_ingest)", t.path)
 	}
 	p = &insertPlan{t: t}
@@ -297,14 +294,14 @@ func (s *Server) update(ctx context.Context, text string, params [][]param) (int
 		}
 		return 0, errkind.Errorf(errkind.InvalidArgument, "a query is not an update: run it with CommandStatementQuery (JDBC executeQuery, ADBC cursor.execute); the updates supported are INSERT INTO sparse_array [(columns)] VALUES ... | SELECT ...")
 	}
-	if err := flightsvc.RequireWrite(ctx, "INSERT"); err != nil {
+	if err := s.eng.RequireWrite(ctx, "INSERT"); err != nil {
 		return 0, err
 	}
 	p, err := s.planInsert(ctx, text)
 	if err != nil {
 		return 0, err
 	}
-	release, err := s.svc.AcquireStream(ctx)
+	release, err := s.eng.AcquireStream(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -314,11 +311,11 @@ func (s *Server) update(ctx context.Context, text string, params [][]param) (int
 		return 0, err
 	}
 	defer src.close()
-	res, err := s.svc.Write(ctx, &query.Query{Array: p.t.path, Limit: -1}, src)
+	rows, err := s.eng.Write(ctx, p.t.path, src)
 	if err != nil {
 		return 0, fmt.Errorf("INSERT: %w", err)
 	}
-	return res.Rows, nil
+	return rows, nil
 }
 
 // insertSource is an INSERT's rows as the write core reads them: the
@@ -331,7 +328,7 @@ type insertSource struct {
 	cancel context.CancelFunc
 	ch     <-chan aflight.StreamChunk
 	sc     *arrow.Schema
-	afs    []arrowconv.Field // per array column
+	afs    []tables.Column // per array column
 	cur    arrow.RecordBatch
 	err    error
 }
@@ -363,11 +360,10 @@ func (s *Server) insertRows(ctx context.Context, p *insertPlan, params [][]param
 	if err != nil {
 		return nil, err
 	}
-	sch := p.t.arr.Schema
 	fields := p.t.arrow.Fields()
-	src := &insertSource{s: s, p: p, sc: p.t.arrow, afs: make([]arrowconv.Field, len(fields))}
+	src := &insertSource{s: s, p: p, sc: p.t.arrow, afs: make([]tables.Column, len(fields))}
 	for k, f := range fields {
-		src.afs[k], _ = writer.ArrowField(sch, f.Name)
+		src.afs[k], _ = p.t.arr.Column(f.Name)
 	}
 	src.ctx, src.cancel = context.WithCancel(ctx)
 	ch := make(chan aflight.StreamChunk, 2)
@@ -473,7 +469,7 @@ func (s *Server) insertColumn(c arrow.Array, want arrow.DataType) arrow.Array {
 // runInsert runs one compiled source of an INSERT and sends its rows to
 // ch: a pure scan's batches as they are, the engine's rows (or the VALUES
 // expressions, evaluated one by one) converted for the array's columns.
-func (s *Server) runInsert(ctx context.Context, p *insertPlan, afs []arrowconv.Field, c *compiled, ch chan<- aflight.StreamChunk) error {
+func (s *Server) runInsert(ctx context.Context, p *insertPlan, afs []tables.Column, c *compiled, ch chan<- aflight.StreamChunk) error {
 	if c.scan != nil {
 		return s.run(ctx, c, ch)
 	}

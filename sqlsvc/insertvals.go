@@ -22,9 +22,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/shopspring/decimal"
 
-	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // valueColumn builds one Arrow column of engine values for an array
@@ -38,13 +38,13 @@ type valueColumn struct {
 // UINT64) for integers and booleans, the float of the attribute's width,
 // timestamps for datetimes, large strings or binaries for strings and
 // blobs; an enumerated attribute takes its values' strings or indices.
-func newValueColumn(mem memory.Allocator, af arrowconv.Field) (*valueColumn, error) {
+func newValueColumn(mem memory.Allocator, af tables.Column) (*valueColumn, error) {
 	t := af.Type
-	if af.CellValNum != 1 && !(af.IsVar() && (t.IsString() || t.IsByteLike())) {
+	if af.CellValNum != 1 && !(af.Var && (t.IsString() || t.IsByteLike())) {
 		return nil, errkind.Errorf(errkind.Unimplemented, "attribute %q holds %s cells of several values; INSERT writes single values (write it with DoPut and a list column)", af.Name, t)
 	}
 	switch {
-	case af.Enumeration != nil:
+	case af.Enumerated:
 		// the enumeration's values, looked up by the write core
 		b := arr.NewLargeStringBuilder(mem)
 		return &valueColumn{b: b, add: func(v any) error {

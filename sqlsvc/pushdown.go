@@ -27,9 +27,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
-	rplan "github.com/tileflight/tileflight/reader/plan"
 )
 
 // noPushdown turns both rewrites off (FuzzPushdown compares results with
@@ -234,11 +232,11 @@ func (s *Server) nativeAggregate(sctx *gms.Context, g *plan.GroupBy) *nativeAgg 
 		cols = tn.Columns()
 	}
 	t, ranges, layout, ok := scanOf(sctx, scan)
-	if !ok || t.arr.B2ND != nil {
+	if !ok || t.arr.B2ND {
 		return nil
 	}
 	_ = layout
-	dense := t.arr.Schema.IsDense()
+	dense := t.arr.Dense
 	if dense && (t.filter != "" || !t.allWritten(ranges)) {
 		// TileDB's dense count counts every cell of the subarray, failing
 		// ones too, and its sums skip unwritten cells that the table holds
@@ -337,14 +335,14 @@ func (t *table) aggItem(e gms.Expression, cols gms.ColSet) (aggItem, bool) {
 		return it, true
 	}
 	// sum/min/max/mean: numbers of one value per cell, not enumerated
-	s := t.arr.Schema
-	if k := s.AttributeIndex(f.Name); k >= 0 {
-		at := &s.Attributes[k]
-		if at.EnumerationName != "" || at.CellValNum != 1 || at.Type.IsDatetime() || at.Type.IsTime() {
+	s := t.arr
+	if k := s.AttrIndex(f.Name); k >= 0 {
+		at := &s.Attrs[k]
+		if at.Enumeration != "" || at.CellValNum != 1 || at.Type.IsDatetime() || at.Type.IsTime() {
 			return aggItem{}, false
 		}
-	} else if k := s.DimensionIndex(f.Name); k >= 0 {
-		d := &s.Dimensions[k]
+	} else if k := s.DimIndex(f.Name); k >= 0 {
+		d := &s.Dims[k]
 		if d.CellValNum != 1 || d.Type.IsDatetime() || d.Type.IsTime() {
 			return aggItem{}, false
 		}
@@ -364,21 +362,21 @@ func (t *table) allWritten(ranges dimRanges) bool {
 	if empty {
 		return false
 	}
-	ned := rplan.NonEmptyDomain(t.arr)
+	ned := t.arr.NonEmpty
 	if ned == nil {
 		return false
 	}
-	dims := t.arr.Schema.Dimensions
+	dims := t.arr.Dims
 	lo := make([]int64, len(dims))
 	hi := make([]int64, len(dims))
 	for i := range dims {
 		if kindOf(dims[i].Type) != kindInt || dims[i].Type.IsDatetime() {
 			return false
 		}
-		lo[i], hi[i] = schema.AsInt64(dims[i].Type, ned[i].Start), schema.AsInt64(dims[i].Type, ned[i].End)
+		lo[i], hi[i] = ned[i].Lo.Int, ned[i].Hi.Int
 	}
 	for _, dr := range sub {
-		i := t.arr.Schema.DimensionIndex(dr.Dim)
+		i := t.arr.DimIndex(dr.Dim)
 		l, h := int64(1<<62), int64(-1<<62)
 		for _, r := range dr.Ranges {
 			a, err1 := r.Lo.Num.Int64()
@@ -396,14 +394,14 @@ func (t *table) allWritten(ranges dimRanges) bool {
 	type box struct{ lo, hi []int64 }
 	left := []box{{lo, hi}}
 	for _, f := range t.arr.Fragments {
-		fned := f.NonEmptyDomain()
+		fned := f.NonEmpty
 		if len(fned) != len(dims) {
 			continue
 		}
 		flo := make([]int64, len(dims))
 		fhi := make([]int64, len(dims))
 		for i := range dims {
-			flo[i], fhi[i] = schema.AsInt64(dims[i].Type, fned[i].Start), schema.AsInt64(dims[i].Type, fned[i].End)
+			flo[i], fhi[i] = fned[i].Lo.Int, fned[i].Hi.Int
 		}
 		var next []box
 		for _, b := range left {
@@ -462,7 +460,7 @@ func (a *nativeAgg) RowIter(ctx *gms.Context, row gms.Row) (gms.RowIter, error) 
 // float64 (the engine sums non-decimal values as doubles), MIN and MAX as
 // the column's values; NULL when no value counts.
 func (a *nativeAgg) compute(ctx context.Context) (gms.Row, error) {
-	bs, err := a.srv.svc.OpenQuery(ctx, a.q)
+	bs, err := a.srv.eng.Scan(ctx, a.q)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/reader/plan"
-	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // rng is an inclusive range of a dimension: lo/hi for integer dimensions
@@ -79,15 +77,15 @@ func (d dimRanges) intersect(dim int, rs []rng) {
 // domain, as an unrestricted read returns them) with overlaps merged (a
 // dense read returns a cell once per range holding it). empty: no cell
 // can match.
-func (d dimRanges) subarray(a *tdbarray.Array) ([]query.DimRanges, bool) {
+func (d dimRanges) subarray(a *tables.Array) ([]query.DimRanges, bool) {
 	if len(d) == 0 {
 		return nil, false
 	}
-	ned := plan.NonEmptyDomain(a)
+	ned := a.NonEmpty
 	if ned == nil {
 		return nil, true
 	}
-	dims := a.Schema.Dimensions
+	dims := a.Dims
 	idx := make([]int, 0, len(d))
 	for k := range d {
 		idx = append(idx, k)
@@ -105,20 +103,20 @@ func (d dimRanges) subarray(a *tdbarray.Array) ([]query.DimRanges, bool) {
 			if kind == kindInt {
 				var lo, hi int64
 				if dim.Type == datatype.Uint64 {
-					ulo, uhi := schema.AsUint64(dim.Type, ned[i].Start), schema.AsUint64(dim.Type, ned[i].End)
+					ulo, uhi := ned[i].Lo.Uint, ned[i].Hi.Uint
 					if ulo > math.MaxInt64 || uhi > math.MaxInt64 {
 						return nil, false // not pushed (see dimTerm); unreachable
 					}
 					lo, hi = int64(ulo), int64(uhi)
 				} else {
-					lo, hi = schema.AsInt64(dim.Type, ned[i].Start), schema.AsInt64(dim.Type, ned[i].End)
+					lo, hi = ned[i].Lo.Int, ned[i].Hi.Int
 				}
 				r.lo, r.hi = max(r.lo, lo), min(r.hi, hi)
 				if r.lo <= r.hi {
 					kept = append(kept, r)
 				}
 			} else {
-				lo, hi := schema.AsFloat64(dim.Type, ned[i].Start), schema.AsFloat64(dim.Type, ned[i].End)
+				lo, hi := ned[i].Lo.Float, ned[i].Hi.Float
 				r.flo, r.fhi = math.Max(r.flo, lo), math.Min(r.fhi, hi)
 				if r.flo <= r.fhi {
 					kept = append(kept, r)

@@ -1,7 +1,10 @@
 // Package sqlsvc serves Arrow Flight SQL (ADBC, the Flight SQL JDBC
 // driver, DBeaver, Spark's JDBC source) on the Flight service's port
-// (docs/protocol.md, "Flight SQL"). It sits above package flightsvc, whose limits, auth checks,
-// error mapping, query engine and writer it uses, and routes:
+// (docs/protocol.md, "Flight SQL"). It is written against the engine
+// interface of package sqlsvc/tables (arrays as tables, scans, writes, and
+// the service's limits, auth checks, error mapping and access log), which
+// sqlsvc/native implements over the native service; package mux serves
+// both on one port. It routes:
 //
 //   - catalog commands to the data directory: catalog "tileflight",
 //     db_schema = folder ("main" for the top), table = array;
@@ -35,7 +38,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/flightsvc"
+	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
 
 // Catalog is the one catalog name.
@@ -47,18 +50,19 @@ const (
 	TypeB2ND  = "B2ND"
 )
 
-// Server implements flightsql.Server over a flight.Service.
+// Server implements flightsql.Server over an engine.
 type Server struct {
 	flightsql.BaseServer
-	svc    *flightsvc.Service
+	eng    tables.Engine
 	engine *sqle.Engine
 	log    zerolog.Logger
 	mem    memory.Allocator
 }
 
-// New returns the Flight SQL server to install with svc.SetSQL.
-func New(svc *flightsvc.Service, log zerolog.Logger, version string) (aflight.FlightServer, *Server, error) {
-	s := &Server{svc: svc, log: log, mem: memory.DefaultAllocator}
+// New returns the Flight SQL server, to serve beside the native service
+// through package mux.
+func New(eng tables.Engine, log zerolog.Logger, version string) (aflight.FlightServer, *Server, error) {
+	s := &Server{eng: eng, log: log, mem: memory.DefaultAllocator}
 	s.engine = newEngine(s)
 	for id, v := range map[flightsql.SqlInfo]any{
 		flightsql.SqlInfoFlightSqlServerName:                        "tileflight",
@@ -103,14 +107,14 @@ type entry struct {
 }
 
 func (s *Server) entries(ctx context.Context) ([]entry, error) {
-	es, err := s.svc.ListArrays(ctx, "")
+	es, err := s.eng.ListArrays(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]entry, 0, len(es))
 	for _, e := range es {
-		db, t := schemaOf(e.Name)
-		out = append(out, entry{schema: db, table: t, path: e.Name, b2nd: e.B2ND})
+		db, t := schemaOf(e.Path)
+		out = append(out, entry{schema: db, table: t, path: e.Path, b2nd: e.B2ND})
 	}
 	return out, nil
 }
@@ -189,7 +193,7 @@ func (s *Server) rowsOf(sc *arrow.Schema, rows []map[string]any) (*arrow.Schema,
 	}
 	rec, _, err := arr.RecordFromJSON(s.mem, sc, bytes.NewReader(b))
 	if err != nil {
-		return nil, nil, flightsvc.Status(err)
+		return nil, nil, s.eng.Status(err)
 	}
 	ch := make(chan aflight.StreamChunk, 1)
 	ch <- aflight.StreamChunk{Data: rec}
@@ -238,7 +242,7 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 	if catalogMatches(cmd.GetCatalog()) {
 		es, err := s.entries(ctx)
 		if err != nil {
-			return nil, nil, flightsvc.Status(err)
+			return nil, nil, s.eng.Status(err)
 		}
 		dbRe, tRe := likePattern(cmd.GetDBSchemaFilterPattern()), likePattern(cmd.GetTableNameFilterPattern())
 		wantType := map[string]bool{}
@@ -272,10 +276,11 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 // tableSchema is the Arrow schema of a table's columns, with the column
 // metadata JDBC clients read.
 func (s *Server) tableSchema(ctx context.Context, e entry) (*arrow.Schema, error) {
-	_, sc, err := s.svc.OpenArray(ctx, e.path)
+	a, err := s.eng.Describe(ctx, e.path)
 	if err != nil {
 		return nil, err
 	}
+	sc := a.Arrow
 	fields := make([]arrow.Field, sc.NumFields())
 	for i, f := range sc.Fields() {
 		md := flightsql.NewColumnMetadataBuilder().CatalogName(Catalog).SchemaName(e.schema).TableName(e.table).
@@ -313,12 +318,12 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 		if f := folderOf(db); f != "" && !strings.Contains(ref.Table, "/") {
 			path = f + "/" + ref.Table
 		}
-		a, _, err := s.svc.OpenArray(ctx, path)
+		a, err := s.eng.Describe(ctx, path)
 		if err != nil {
-			return nil, nil, flightsvc.Status(err)
+			return nil, nil, s.eng.Status(err)
 		}
 		pdb, ptable := schemaOf(path)
-		for i, d := range a.Schema.Dimensions {
+		for i, d := range a.Dims {
 			rows = append(rows, map[string]any{"catalog_name": Catalog, "db_schema_name": pdb, "table_name": ptable,
 				"column_name": d.Name, "key_sequence": i + 1, "key_name": "dimensions"})
 		}

@@ -25,6 +25,8 @@ import (
 
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/mux"
+	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
@@ -73,15 +75,14 @@ func serveSQLWith(t testing.TB, cfg func(*flightsvc.Config), extra ...func(t tes
 	mk("g/pts", `{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
 		"attributes":[{"name":"s","type":"string_utf8","cell_val_num":"var"},{"name":"n","type":"int32","nullable":true}]}`)
 	svc := flightsvc.NewService(conf)
-	h, _, err := New(svc, zerolog.Nop(), "test")
+	h, _, err := New(native.New(svc), zerolog.Nop(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetSQL(h)
 	ul, sl := flightsvc.AccessLog(zerolog.Nop())
 	ua, sa := flightsvc.AuthInterceptors(conf.Auth)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(sl, sa))
-	aflight.RegisterFlightServiceServer(srv, svc)
+	aflight.RegisterFlightServiceServer(srv, mux.New(svc, h))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -549,7 +550,7 @@ func TestStatementEndpointsHaveClusterLocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := flightsvc.NewService(flightsvc.Config{Store: st, Log: zerolog.Nop(), Cluster: cl})
-	_, h, err := New(svc, zerolog.Nop(), "test")
+	_, h, err := New(native.New(svc), zerolog.Nop(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

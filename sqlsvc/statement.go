@@ -26,10 +26,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
-	"github.com/sirupsen/logrus"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/query"
 )
 
@@ -45,10 +43,13 @@ const Supported = "supported: one SELECT per statement (WHERE, GROUP BY, HAVING,
 const maxBatchRows = 65536
 
 func newEngine(s *Server) *sqle.Engine {
-	// The engine logs every query at info level through logrus; the
-	// daemon's access log already has them.
-	logrus.SetLevel(logrus.WarnLevel)
 	e := sqle.NewDefault(&provider{srv: s})
+	// The engine's analyzer logs every rule it runs, at info level to
+	// stderr, when DEBUG_ANALYZER is set in the environment; the daemon's
+	// access log already has every statement. Nothing else the engine
+	// logs is on the path of the statements run here (no server, no KILL,
+	// no DDL), so its global logger is left alone.
+	e.Analyzer.Debug, e.Analyzer.Verbose = false, false
 	e.ReadOnly.Store(true)
 	return e
 }
@@ -191,7 +192,7 @@ func (s *Server) plan(ctx context.Context, sctx *gms.Context, text string, stmt 
 	}
 	c := &compiled{sctx: sctx, node: node}
 	if q, names, ok := scanOnly(sctx, node); ok {
-		sc, err := s.svc.QuerySchema(ctx, q)
+		sc, err := s.eng.ResultSchema(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -486,7 +487,7 @@ func sendChunk(ctx context.Context, ch chan<- aflight.StreamChunk, rec arrow.Rec
 // run streams a compiled statement's result to ch; it closes nothing.
 func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamChunk) error {
 	send := func(rec arrow.RecordBatch) error {
-		flightsvc.NoteCall(ctx, "", rec.NumRows(), 0)
+		s.eng.NoteCall(ctx, "", rec.NumRows(), 0)
 		return sendChunk(ctx, ch, rec)
 	}
 	switch {
@@ -498,7 +499,7 @@ func (s *Server) run(ctx context.Context, c *compiled, ch chan<- aflight.StreamC
 		}
 		return send(b.NewRecordBatch())
 	case c.scan != nil:
-		bs, err := s.svc.OpenQuery(ctx, c.scan)
+		bs, err := s.eng.Scan(ctx, c.scan)
 		if err != nil {
 			return err
 		}
@@ -583,19 +584,19 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	}
 	first, err := s.compile(ctx, h.SQL, rows[0])
 	if err != nil {
-		return nil, nil, flightsvc.Status(err)
+		return nil, nil, s.eng.Status(err)
 	}
 	if h.Part != nil {
 		if len(rows) > 1 {
-			return nil, nil, flightsvc.Status(errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan and %d parameter rows", len(rows)))
+			return nil, nil, s.eng.Status(errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan and %d parameter rows", len(rows)))
 		}
 		if err := partScan(first, h.Part); err != nil {
-			return nil, nil, flightsvc.Status(err)
+			return nil, nil, s.eng.Status(err)
 		}
 	}
-	release, err := s.svc.AcquireStream(ctx)
+	release, err := s.eng.AcquireStream(ctx)
 	if err != nil {
-		return nil, nil, flightsvc.Status(err)
+		return nil, nil, s.eng.Status(err)
 	}
 	ch := make(chan aflight.StreamChunk, 2)
 	go func() {
@@ -606,7 +607,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 			}
 			c.schema = first.schema
 			return nil
-		}, s.run, flightsvc.Status, ch)
+		}, s.run, s.eng.Status, ch)
 	}()
 	return first.schema, ch, nil
 }
@@ -659,7 +660,7 @@ func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.Fli
 	}
 	c, err := s.compile(ctx, h.SQL, ps)
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	info := &aflight.FlightInfo{
 		FlightDescriptor: desc,
@@ -673,16 +674,16 @@ func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.Fli
 	// one statement on one endpoint (any node can run it).
 	handles := []*handle{h}
 	if c.scan != nil && c.scan.Limit < 0 && len(h.Params) <= 1 {
-		parts, ordered, err := s.svc.PartitionQuery(ctx, c.scan)
+		parts, ordered, err := s.eng.Partition(ctx, c.scan)
 		if err != nil {
-			return nil, flightsvc.Status(err)
+			return nil, s.eng.Status(err)
 		}
 		if len(parts) > 1 {
 			handles = handles[:0]
 			for _, p := range parts {
 				pj, err := p.MarshalJSON()
 				if err != nil {
-					return nil, flightsvc.Status(err)
+					return nil, s.eng.Status(err)
 				}
 				handles = append(handles, &handle{SQL: h.SQL, Params: h.Params, Part: pj})
 			}
@@ -692,11 +693,11 @@ func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.Fli
 	for _, ph := range handles {
 		t, err := flightsql.CreateStatementQueryTicket(ph.encode())
 		if err != nil {
-			return nil, flightsvc.Status(err)
+			return nil, s.eng.Status(err)
 		}
 		info.Endpoint = append(info.Endpoint, &aflight.FlightEndpoint{Ticket: &aflight.Ticket{Ticket: t}})
 	}
-	s.svc.AssignLocations(info.Endpoint)
+	s.eng.AssignLocations(info.Endpoint)
 	return info, nil
 }
 
@@ -733,7 +734,7 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 	}
 	c, err := s.compile(ctx, cmd.GetQuery(), nil)
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(c.schema, s.mem)}, nil
 }
@@ -741,7 +742,7 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQueryTicket) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
 	h, err := decodeHandle(cmd.GetStatementHandle())
 	if err != nil {
-		return nil, nil, flightsvc.Status(err)
+		return nil, nil, s.eng.Status(err)
 	}
 	return s.stream(ctx, h)
 }
@@ -750,10 +751,10 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 // rows it wrote.
 func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
 	if len(cmd.GetTransactionId()) > 0 {
-		return 0, flightsvc.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates in a transaction: tileflight has no transactions (each INSERT is atomic by itself)"))
+		return 0, s.eng.Status(errkind.Errorf(errkind.Unimplemented, "SQL updates in a transaction: tileflight has no transactions (each INSERT is atomic by itself)"))
 	}
 	n, err := s.update(ctx, cmd.GetQuery(), nil)
-	return n, flightsvc.Status(err)
+	return n, s.eng.Status(err)
 }
 
 // DoPutPreparedStatementUpdate runs a prepared INSERT with the parameter
@@ -762,17 +763,17 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr aflight.MessageReader) (int64, error) {
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
-		return 0, flightsvc.Status(err)
+		return 0, s.eng.Status(err)
 	}
 	params, err := readParams(rdr)
 	if err != nil {
-		return 0, flightsvc.Status(err)
+		return 0, s.eng.Status(err)
 	}
 	if params == nil {
 		params = h.Params
 	}
 	n, err := s.update(ctx, h.SQL, params)
-	return n, flightsvc.Status(err)
+	return n, s.eng.Status(err)
 }
 
 // updateInfo answers GetFlightInfo of an INSERT sent as a query (ADBC's
@@ -782,7 +783,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 func (s *Server) updateInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
 	n, err := s.update(ctx, h.SQL, h.Params)
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	return &aflight.FlightInfo{
 		FlightDescriptor: desc,
@@ -796,7 +797,7 @@ func (s *Server) updateInfo(ctx context.Context, h *handle, desc *aflight.Flight
 // checked against its array.
 func (s *Server) updateSchema(ctx context.Context, text string) (*aflight.SchemaResult, error) {
 	if _, err := s.planInsert(ctx, text); err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(arrow.NewSchema(nil, nil), s.mem)}, nil
 }
@@ -814,7 +815,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 		// they fill.
 		p, err := s.planInsert(ctx, h.SQL)
 		if err != nil {
-			return res, flightsvc.Status(err)
+			return res, s.eng.Status(err)
 		}
 		res.DatasetSchema = arrow.NewSchema(nil, nil)
 		res.ParameterSchema = paramSchema(n, s.insertParamSchema(ctx, p, n))
@@ -825,14 +826,14 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if n == 0 {
 		c, err := s.compile(ctx, h.SQL, nil)
 		if err != nil {
-			return res, flightsvc.Status(err)
+			return res, s.eng.Status(err)
 		}
 		res.DatasetSchema = c.schema
 	} else {
 		// Check the syntax now; the result schema may depend on the
 		// parameters' types, so it is given once they are bound.
 		if _, _, err := s.parseIn(ctx, h.SQL); err != nil {
-			return res, flightsvc.Status(err)
+			return res, s.eng.Status(err)
 		}
 	}
 	res.ParameterSchema = paramSchema(n, s.paramTypes(ctx, h.SQL))
@@ -948,10 +949,10 @@ func (s *Server) ClosePreparedStatement(context.Context, flightsql.ActionClosePr
 func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr aflight.MessageReader, _ aflight.MetadataWriter) ([]byte, error) {
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	if h.Params, err = readParams(rdr); err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	return h.encode(), nil
 }
@@ -1034,7 +1035,7 @@ func floatLit(f float64, bits int) string {
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	if isInsert(h.SQL) {
 		return s.updateInfo(ctx, h, desc)
@@ -1045,7 +1046,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *aflight.FlightDescriptor) (*aflight.SchemaResult, error) {
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	if isInsert(h.SQL) {
 		return s.updateSchema(ctx, h.SQL)
@@ -1056,7 +1057,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 	}
 	c, err := s.compile(ctx, h.SQL, ps)
 	if err != nil {
-		return nil, flightsvc.Status(err)
+		return nil, s.eng.Status(err)
 	}
 	return &aflight.SchemaResult{Schema: aflight.SerializeSchema(c.schema, s.mem)}, nil
 }
@@ -1064,7 +1065,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
 	h, err := decodeHandle(cmd.GetPreparedStatementHandle())
 	if err != nil {
-		return nil, nil, flightsvc.Status(err)
+		return nil, nil, s.eng.Status(err)
 	}
 	return s.stream(ctx, h)
 }

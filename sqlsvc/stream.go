@@ -8,8 +8,6 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-
-	"github.com/tileflight/tileflight/flightsvc"
 )
 
 // streamingServer is arrow-go's Flight SQL server over ours, which also
@@ -24,7 +22,7 @@ func (w streamingServer) StreamTicket(ctx context.Context, ticket []byte) (*arro
 }
 
 // StreamTicket resolves a statement or prepared-statement ticket into its
-// result stream (flight.SQLStreamer), so that the service sends it as it
+// result stream (mux.Streamer), so that the mux sends it as the service
 // sends native results; other tickets (catalog commands) are left to
 // arrow-go's Flight SQL DoGet (ok false). A ticket that is not a Flight
 // SQL command at all is left there too, to be refused as before.
@@ -47,5 +45,3 @@ func (s *Server) StreamTicket(ctx context.Context, ticket []byte) (*arrow.Schema
 	}
 	return nil, nil, false, nil
 }
-
-var _ flightsvc.SQLStreamer = streamingServer{}

@@ -37,8 +37,10 @@ import (
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
+	"github.com/tileflight/tileflight/mux"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/sqlsvc"
+	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/tdbarray"
 )
 
@@ -324,11 +326,10 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	svc := flightsvc.NewService(cfg)
 	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
 	ver, _, _ := versionInfo()
-	sqlServer, _, err := sqlsvc.New(svc, log, ver)
+	sqlServer, _, err := sqlsvc.New(native.New(svc), log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
-	svc.SetSQL(sqlServer)
 
 	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
@@ -363,7 +364,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		scheme = "grpc+tls"
 	}
 	srv := grpc.NewServer(opts...)
-	aflight.RegisterFlightServiceServer(srv, svc)
+	// The native service and Flight SQL share the port (and the
+	// interceptors above) through the mux.
+	aflight.RegisterFlightServiceServer(srv, mux.New(svc, sqlServer))
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	// Reflection lets grpcurl and other tools discover the services.

@@ -1,17 +1,13 @@
 package flightsvc
 
-// This file is what the Flight SQL layer (package sqlsvc) uses of the
-// service: the same limits, auth checks, error mapping, query engine and
-// writer as the JSON protocol, so that a statement and a ticket behave
-// alike. The service also routes Flight SQL's protobuf descriptors,
-// tickets and actions to that layer (see SetSQL): the two protocols share
-// one port.
+// This file is the service's API for the layers built over it (the Flight
+// SQL server, through its engine adapter sqlsvc/native): the same limits,
+// auth checks, error mapping, query engine and writer as the native
+// protocol, so that a statement and a ticket behave alike.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
@@ -20,74 +16,6 @@ import (
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/tdbarray"
 )
-
-// SetSQL installs the Flight SQL server that descriptors, tickets and
-// actions which are not the JSON protocol's are routed to. Without one
-// they are refused as before.
-func (s *Service) SetSQL(h aflight.FlightServer) { s.sql = h }
-
-// isJSON tells the JSON protocol's descriptors and tickets (a JSON object)
-// from Flight SQL's (a serialized protobuf Any, whose first byte is the
-// tag of its type_url field, 0x0a).
-func isJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
-}
-
-// routeSQL says whether a CMD descriptor or ticket body goes to the Flight
-// SQL server.
-func (s *Service) routeSQL(b []byte) bool {
-	return s.sql != nil && len(b) > 0 && !isJSON(b)
-}
-
-// SQLStreamer is implemented by a Flight SQL server that can resolve a
-// statement ticket into its result stream itself. DoGet then sends that
-// stream as it sends a native query's (one-buffer bodies handed to gRPC
-// without a copy) instead of through arrow-go's generic Flight SQL DoGet,
-// which copies every batch body once more. ok is false for tickets it
-// leaves to the generic path (catalog commands).
-type SQLStreamer interface {
-	StreamTicket(ctx context.Context, ticket []byte) (sc *arrow.Schema, chunks <-chan aflight.StreamChunk, ok bool, err error)
-}
-
-// doGetSQL answers a Flight SQL ticket.
-func (s *Service) doGetSQL(t *aflight.Ticket, stream aflight.FlightService_DoGetServer) error {
-	st, isStreamer := s.sql.(SQLStreamer)
-	if !isStreamer {
-		return s.sql.DoGet(t, stream)
-	}
-	ctx := stream.Context()
-	sc, chunks, ok, err := st.StreamTicket(ctx, t.Ticket)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return s.sql.DoGet(t, stream)
-	}
-	defer func() {
-		for c := range chunks {
-			if c.Data != nil {
-				c.Data.Release()
-			}
-		}
-	}()
-	// The statement's rows were counted for the access log where they
-	// were produced (NoteCall), so nothing is noted per record here.
-	return SendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case c, more := <-chunks:
-			if !more {
-				return nil, io.EOF
-			}
-			if c.Err != nil {
-				return nil, c.Err
-			}
-			return c.Data, nil
-		}
-	}, nil)
-}
 
 // Status maps an error of any layer to the gRPC status a client sees.
 func Status(err error) error { return toStatus(err) }
@@ -193,21 +121,6 @@ func (s *Service) Write(ctx context.Context, q *query.Query, rdr RecordSource) (
 		return nil, err
 	}
 	return &WriteResult{Fragments: res.Fragments, Rows: res.Rows}, nil
-}
-
-// putStream replays the first message of a DoPut stream, which the
-// service reads to route the call.
-type putStream struct {
-	aflight.FlightService_DoPutServer
-	first *aflight.FlightData
-}
-
-func (p *putStream) Recv() (*aflight.FlightData, error) {
-	if f := p.first; f != nil {
-		p.first = nil
-		return f, nil
-	}
-	return p.FlightService_DoPutServer.Recv()
 }
 
 // CreateArray creates an array as the create_array action does (body: the
