@@ -31,6 +31,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
@@ -288,6 +289,7 @@ func bindValues(values sqlparser.Values, params [][]param) (sqlparser.Values, bo
 // prepared statement's update, or an INSERT sent as a query) with its
 // parameter rows and returns the rows it wrote.
 func (s *Server) update(ctx context.Context, text string, params [][]param) (int64, error) {
+	calls.From(ctx).SetSQL(text)
 	if !isInsert(text) {
 		if _, err := s.compile(ctx, text, nil); err != nil {
 			return 0, err

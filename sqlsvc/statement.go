@@ -27,6 +27,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 )
@@ -578,6 +579,7 @@ func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
 // stream runs the statement of h (once per parameter row) in the
 // background and returns its schema and batches.
 func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
+	calls.From(ctx).SetSQL(h.SQL)
 	rows := h.Params
 	if len(rows) == 0 {
 		rows = [][]param{nil}
@@ -654,6 +656,7 @@ func (s *Server) runAll(ctx context.Context, sql string, rows [][]param, first *
 // statementInfo is the FlightInfo of a statement: its schema and one
 // endpoint whose ticket carries the statement.
 func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	calls.From(ctx).SetSQL(h.SQL)
 	var ps []param
 	if len(h.Params) > 0 {
 		ps = h.Params[0]
@@ -781,6 +784,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 // FlightInfo has no endpoints, no columns, and the rows written as its
 // total_records (ADBC's cursor.rowcount).
 func (s *Server) updateInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
+	calls.From(ctx).SetSQL(h.SQL)
 	n, err := s.update(ctx, h.SQL, h.Params)
 	if err != nil {
 		return nil, s.eng.Status(err)

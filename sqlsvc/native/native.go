@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/schema"
@@ -45,6 +46,7 @@ func (e Engine) ListArrays(ctx context.Context, prefix string) ([]tables.Entry, 
 }
 
 func (e Engine) Describe(ctx context.Context, path string) (*tables.Array, error) {
+	calls.From(ctx).AddArrays(path)
 	a, sc, err := e.svc.OpenArray(ctx, path)
 	if err != nil {
 		return nil, err
@@ -131,6 +133,7 @@ func (e Engine) Partition(ctx context.Context, q *query.Query) ([]*query.Query, 
 func (e Engine) AssignLocations(eps []*aflight.FlightEndpoint) { e.svc.AssignLocations(eps) }
 
 func (e Engine) Write(ctx context.Context, path string, src tables.RecordSource) (int64, error) {
+	calls.From(ctx).AddArrays(path)
 	res, err := e.svc.Write(ctx, &query.Query{Array: path, Limit: -1}, src)
 	if err != nil {
 		return 0, err
