@@ -13,6 +13,7 @@ import math
 import os
 import shutil
 import sys
+import time
 
 import blosc2
 import numpy as np
@@ -362,9 +363,18 @@ def test_timeout_expires_as_deadline_exceeded(served, client):
     with tiledb.open(uri, "w") as T:
         T[:] = {"v": np.random.default_rng(1).standard_normal((2048, 2048))}
     A = client.array("big_dense", timeout=30)
+    before = len(served.records())
     with pytest.raises(errors.DeadlineExceeded) as e:
         A.query(timeout=0.005)[:]
     assert isinstance(e.value, TimeoutError) and e.value.code == "DEADLINE_EXCEEDED"
+    # The daemon saw the call end by the client's deadline, not run to completion.
+    deadline = time.monotonic() + 10
+    ended = []
+    while time.monotonic() < deadline and not ended:
+        ended = [r for r in served.records()[before:] if r.get("array") == "big_dense"
+                 and r.get("status") in ("Canceled", "DeadlineExceeded")]
+        time.sleep(0.05)
+    assert ended, [r for r in served.records()[before:] if r.get("array") == "big_dense"]
     c = tileflight.connect(served.url, timeout=1e-6)
     with pytest.raises(errors.DeadlineExceeded):
         c.arrays()
