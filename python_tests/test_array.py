@@ -264,6 +264,56 @@ def test_sparse_selections(served, client, i):
     assert_same(want, got, f"{name} selection {i}", sort_by=list(want))
 
 
+@pytest.mark.parametrize("name", ["dense_1d", "dense_2d_col", "dense_3d", "dense_all_types",
+                                  "dense_nullable_fill", "consolidated", "dense_datetime_dim"])
+def test_dense_random_boxes(served, client, name):
+    """Random boxes (and single cells, which drop their axis) of every
+    dense case, at each fragment's timestamp and now."""
+    path = os.path.join(served.data, name)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    for ts in [None] + fragment_times(path)[:-1]:
+        kw = {} if ts is None else {"timestamp": ts}
+        A = client.array(name, **kw)
+        with tiledb.open(path, **kw) as T:
+            for _ in range(12):
+                sel = []
+                for i in range(T.schema.ndim):
+                    d = T.schema.domain.dim(i)
+                    lo, hi = d.domain
+                    n = int((hi - lo) / (np.timedelta64(1, np.datetime_data(d.dtype)[0]) if d.dtype.kind == "M" else 1)) + 1
+                    a = int(rng.integers(0, n))
+                    b = int(rng.integers(a, n)) + 1
+                    if d.dtype.kind == "M":
+                        unit = np.timedelta64(1, np.datetime_data(d.dtype)[0])
+                        sel.append(slice(lo + a * unit, lo + (b - 1) * unit))
+                    elif rng.random() < 0.25:
+                        sel.append(int(lo) + a)
+                    else:
+                        sel.append(slice(int(lo) + a, int(lo) + b))
+                sel = tuple(sel)
+                assert_same(T[sel], A[sel], f"{name}@{ts} A[{sel}]")
+                if all(isinstance(x, slice) for x in sel) and T.schema.domain.dim(0).dtype.kind != "M":
+                    msel = tuple(slice(x.start, x.stop - 1) for x in sel)
+                    want = T.query(attrs=[T.schema.attr(0).name]).multi_index[msel]
+                    got = A.query(attrs=[T.schema.attr(0).name]).multi_index[msel]
+                    if not T.schema.attr(0).isnullable:
+                        assert_same(want, got, f"{name}@{ts} multi_index[{msel}]")
+
+
+def test_negative_indices_wrap_from_the_upper_bound(served, client):
+    with tiledb.open(os.path.join(served.data, "dense_1d")) as T:
+        lo, hi = T.schema.domain.dim(0).domain
+        want_last = T[hi:hi + 1]
+        want_tail = T[-3:]
+    A = client.array("dense_1d")
+    got = A[-1]
+    assert {k: v.shape for k, v in got.items()} == {"a": (), "f": ()}
+    assert got["a"] == want_last["a"][0] and got["f"].dtype == want_last["f"].dtype
+    assert_same(want_tail, A[-3:], "A[-3:]")
+    with pytest.raises(IndexError):
+        A[-(int(hi) + 5)]
+
+
 def test_col_major_order_gives_the_same_cells_fortran_ordered(served, client):
     """order="F": TileDB-Py 0.36 lays the col-major buffer out in C order
     (cell [0, 1] holds cell (1, 0)); ours holds the same cells as the

@@ -485,7 +485,11 @@ class Array:
                     i = slice(i, i)
                 else:
                     _check_int(i, d)
-                    i = slice(i, int(i) + 1) if int(i) != -1 else slice(i, None)
+                    j = int(i) + int(ub) + 1 if int(i) < 0 else int(i)  # negative: from the upper bound
+                    if j < lb or j > ub:
+                        raise IndexError(f"index {i!r} is outside the domain ({lb!r}, {ub!r}) "
+                                         f"of dimension {d.name!r}")
+                    i = slice(j, j + 1)
                 squeeze = True
             start, stop, step = i.start, i.stop, i.step
             if d.isvar:
@@ -688,7 +692,8 @@ class Query:
             if s.ranges is not None and not (d.isvar and s.ranges == [["", ""]] and s.count is None
                                              and a.nonempty_domain() is None):
                 subarray[d.name] = s.ranges
-        layout = _LAYOUTS[self.order] or "row-major"
+        # TileDB-Py's defaults: row-major for dense, unordered for sparse.
+        layout = _LAYOUTS[self.order] or ("unordered" if sch.sparse else "row-major")
         if shaped and layout not in ("row-major", "col-major"):
             layout = "row-major"
         query_cols = cols if cols else [sch.dim_names[0]]
