@@ -453,6 +453,10 @@ class Array:
             self._client.write(self.uri, pa.table(cols), timestamp=ts, timeout=self.timeout)
             return
         sels = self._dense_sels(_normalize_idx(idx, self.ndim), for_write=True)
+        for d, s in zip(self.schema.domain, sels):
+            if s.ranges is None or len(s.ranges) != 1 or s.step:
+                raise IndexError(f"a dense write fills one box: dimension {d.name!r} needs one "
+                                 "step-free range")
         sub = {d.name: s.ranges[0] for d, s in zip(self.schema.domain, sels)}
         for a in self.schema._attrs:
             if a.name not in value:
@@ -620,8 +624,9 @@ def _to_arrow(values: Any, typ: pa.DataType, tdb_type: str) -> pa.Array:
     else:
         out = pa.array(arr, type=typ) if arr.dtype != object else pa.array(arr.tolist(), type=typ)
     if mask is not None and mask.any():
-        out = pa.Array.from_buffers(out.type, len(out), [pa.array(~mask).buffers()[1]] + out.buffers()[1:],
-                                    offset=0) if out.offset == 0 else out
+        # Nulls where the mask is set: rebuild with None in those cells.
+        vals = out.to_pylist()
+        out = pa.array([None if m else v for v, m in zip(vals, mask.tolist())], type=typ)
     return out
 
 
