@@ -172,6 +172,12 @@ def test_matrix_schema_and_nonempty_domain(served, client):
                 if b.enum_label is None:
                     assert a.dtype == b.dtype, (name, a.name, a.dtype, b.dtype)
                     assert A.attr(a.name).dtype == b.dtype
+                    if not b.isvar and not b.isnullable and b.dtype.kind not in "SUO":
+                        wf, gf = b.fill, a.fill
+                        if isinstance(wf, np.ndarray) and wf.shape == (1,):
+                            wf = wf[0]
+                        assert _eq(np.asarray(gf)[()], np.asarray(wf)[()]) or \
+                            np.asarray(gf).tolist() == np.asarray(wf).tolist(), (name, a.name, gf, wf)
             if not t.sparse:
                 assert s.shape == t.shape
             want = T.nonempty_domain()
@@ -481,8 +487,12 @@ def test_sql_returns_a_table(served, client):
     p = client.sql('SELECT x FROM main.dense_1d WHERE x > ? AND x < ? ORDER BY x', [4, 7])
     assert p.column("x").to_pylist() == [5, 6]
     assert list(p.to_pandas()["x"]) == [5, 6]
+    rows = client.sql('SELECT x FROM main.dense_1d WHERE x = ?', [[2], [5]])   # one run per row
+    assert rows.column("x").to_pylist() == [2, 5]
     with pytest.raises(errors.InvalidArgument):
         client.sql("SELEC nothing")
+    with pytest.raises(errors.NotFound):
+        client.sql("SELECT * FROM main.no_such_table")
 
 
 # ---- .b2nd ---------------------------------------------------------------------------------------
