@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import tiledb
 
-xr = pytest.importorskip("xarray")
-da = pytest.importorskip("dask.array")
+import dask.array as da
+import xarray as xr
 
 import tileflight  # noqa: E402
 import tileflight.dask  # noqa: E402
