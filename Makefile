@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 export GOFLAGS ?= -mod=mod
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race gotest pytest vet serve fuzz bench bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
+.PHONY: all setup pyclient jdbc sparkjar build test test-go race gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
 all: build
 
@@ -128,6 +128,11 @@ bench-b2nd: setup build
 	$(VPY) benchmarks/b2nd_read.py --flightd bin/flightd --rounds 24 --append benchmarks/RESULTS.md $(if $(B2ND_BASELINE),--baseline $(B2ND_BASELINE) --baseline-label "$(B2ND_BASELINE_LABEL)")
 
 # S3 and cluster reads against a local moto server (appends to RESULTS.md).
+# Issue 27: client.array(name)[box] into NumPy against TileDB-Py in-process
+# (a 1 % box and the whole 256 MiB array; ARRAYARGS="--rows 1024 --cols 1024" for a quick run).
+bench-array: setup build
+	$(VPY) benchmarks/array_read.py --flightd bin/flightd $(ARRAYARGS)
+
 bench-s3: setup build
 	$(VPY) benchmarks/s3_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
 

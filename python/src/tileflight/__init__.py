@@ -6,9 +6,14 @@
 ['demo/dense', 'demo/points']
 >>> table = client.read("demo/dense", columns=["v"], subarray={"x": (0, 9)})
 
-Submodules: :mod:`tileflight.spark` (a Spark 4 data source) and
-:mod:`tileflight.dask` (dask DataFrames, one partition per endpoint); they
-import pyspark and dask only when used.
+``client.array(name)`` is the array with TileDB-Py's indexing and NumPy
+results (:mod:`tileflight.array`); ``client.sql(text)`` runs Flight SQL.
+
+Submodules: :mod:`tileflight.spark` (a Spark 4 data source),
+:mod:`tileflight.dask` (dask DataFrames, one partition per endpoint, and
+dask arrays, one block per tile) and :mod:`tileflight.xarray_backend` (the
+``engine="tileflight"`` xarray backend); they import pyspark, dask and
+xarray only when used.
 """
 
 from .client import Client, WriteResult, connect

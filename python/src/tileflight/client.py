@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -21,7 +22,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 from . import _progress, _query
-from .errors import TileflightError, from_arrow
+from .errors import DeadlineExceeded, TileflightError, from_arrow
 
 __all__ = ["Client", "connect", "WriteResult"]
 
@@ -70,7 +71,10 @@ def connect(uri: str, token: Optional[str] = None, tls_root_certs: Union[str, by
         **kwargs: passed to :class:`Client` (``max_workers``; ``compression``:
             ``"zstd"``, the default, lets the daemon send batches zstd-compressed,
             tiles stored with zstd alone without decompressing them; ``"none"``
-            asks for plain batches) and to
+            asks for plain batches; ``timeout``: seconds every call may take,
+            its gRPC deadline, after which it fails with
+            :class:`tileflight.DeadlineExceeded` and the daemon cancels it;
+            methods take ``timeout=`` for one call) and to
             ``pyarrow.flight.FlightClient`` (e.g. ``disable_server_verification``).
 
     Connecting is lazy: the first call reaches the daemon.
@@ -89,7 +93,7 @@ class Client:
     def __init__(self, uri: str, token: Optional[str] = None,
                  tls_root_certs: Union[str, bytes, None] = None, *,
                  max_workers: Optional[int] = None, compression: Optional[str] = "zstd",
-                 **flight_kwargs: Any) -> None:
+                 timeout: Optional[float] = None, **flight_kwargs: Any) -> None:
         if compression not in (None, "none", "zstd"):
             raise ValueError(f"compression: None, 'none' or 'zstd', not {compression!r}")
         # Reads ask for zstd-compressed batch bodies: pyarrow decompresses
@@ -103,12 +107,32 @@ class Client:
         self._flight_kwargs = flight_kwargs
         self.max_workers = max_workers or min(8, max(2, os.cpu_count() or 2))
         headers = [(b"authorization", b"Bearer " + token.encode())] if token else []
-        self._options = fl.FlightCallOptions(headers=headers)
+        self._headers = headers
+        self.timeout = timeout
+        self._options = fl.FlightCallOptions(headers=headers, timeout=timeout)
         self._flight = self._new_flight_client(uri)
         self._peers: Dict[str, fl.FlightClient] = {}
         self._lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------
+
+    def _err(self, e: BaseException, timeout: Optional[float], t0: float) -> TileflightError:
+        """The exception for a failed call; one that failed once its deadline
+        had passed is DeadlineExceeded, whatever gRPC said (a deadline that
+        hits while a stream is set up surfaces as CANCELLED)."""
+        err = from_arrow(e)
+        limit = self.timeout if timeout is None else timeout
+        if (limit is not None and err.code in ("CANCELLED", "UNAVAILABLE", "UNKNOWN", "INTERNAL")
+                and time.monotonic() - t0 >= limit):
+            return DeadlineExceeded(f"the call did not finish within its timeout of {limit:g} s "
+                                    f"(the daemon's call was cancelled): {err.message}")
+        return err
+
+    def _opts(self, timeout: Optional[float] = None) -> fl.FlightCallOptions:
+        """Call options with ``timeout`` seconds as the deadline (None: the client's)."""
+        if timeout is None:
+            return self._options
+        return fl.FlightCallOptions(headers=self._headers, timeout=timeout)
 
     def _new_flight_client(self, uri: str) -> fl.FlightClient:
         kw = dict(self._flight_kwargs)
@@ -123,7 +147,8 @@ class Client:
         """What :func:`connect` needs to open this connection again (picklable;
         Spark and Dask workers use it)."""
         return {"uri": self.uri, "token": self._token, "tls_root_certs": self._tls,
-                "compression": self.compression or "none", **self._flight_kwargs}
+                "compression": self.compression or "none", "timeout": self.timeout,
+                **self._flight_kwargs}
 
     def _for_endpoint(self, ep: fl.FlightEndpoint) -> fl.FlightClient:
         # An endpoint without locations (tileflight's own) is read from this
@@ -163,37 +188,39 @@ class Client:
     def __repr__(self) -> str:
         return f"tileflight.Client({self.uri!r})"
 
-    def action(self, name: str, body: Any = None) -> Any:
+    def action(self, name: str, body: Any = None, *, timeout: Optional[float] = None) -> Any:
         """Run a DoAction and return its JSON result (the escape hatch for
         actions without a method of their own)."""
         raw = b"" if body is None else _query.dumps(body)
+        t0 = time.monotonic()
         try:
-            results = list(self._flight.do_action(fl.Action(name, raw), options=self._options))
+            results = list(self._flight.do_action(fl.Action(name, raw), options=self._opts(timeout)))
         except _ARROW_ERRORS as e:
-            raise from_arrow(e) from e
+            raise self._err(e, timeout, t0) from e
         if not results:
             return None
         return json.loads(results[0].body.to_pybytes())
 
-    def list_actions(self) -> Dict[str, str]:
+    def list_actions(self, *, timeout: Optional[float] = None) -> Dict[str, str]:
         """The daemon's actions: name -> description."""
         try:
-            return {a.type: a.description for a in self._flight.list_actions(options=self._options)}
+            return {a.type: a.description for a in self._flight.list_actions(options=self._opts(timeout))}
         except _ARROW_ERRORS as e:
             raise from_arrow(e) from e
 
     # -- arrays and their schemas --------------------------------------------------
 
-    def arrays(self, prefix: Optional[str] = None) -> List[str]:
+    def arrays(self, prefix: Optional[str] = None, *, timeout: Optional[float] = None) -> List[str]:
         """The names of the arrays the daemon serves (under ``prefix``)."""
-        return list(self.action("list_arrays", {"prefix": prefix} if prefix else None))
+        return list(self.action("list_arrays", {"prefix": prefix} if prefix else None, timeout=timeout))
 
-    def describe(self, name: str, timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
+    def describe(self, name: str, timestamp: Optional[_query.Timestamp] = None, *,
+                 timeout: Optional[float] = None) -> Dict[str, Any]:
         """The array's schema JSON (dimensions, attributes, filters, orders)."""
-        return dict(self.action("describe", _query.build(name, timestamp=timestamp)))
+        return dict(self.action("describe", _query.build(name, timestamp=timestamp), timeout=timeout))
 
     def create(self, schema: Mapping[str, Any], name: Optional[str] = None,
-               encrypted: Optional[bool] = None) -> Dict[str, Any]:
+               encrypted: Optional[bool] = None, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Create an array from schema JSON (the form :meth:`describe`
         returns); ``name`` overrides ``schema["array"]``. Returns the schema
         as created, TileDB's defaults filled in."""
@@ -204,63 +231,72 @@ class Client:
             body["encrypted"] = encrypted
         if "array" not in body:
             raise TypeError('create: the schema needs "array" (or pass name=)')
-        return dict(self.action("create_array", body))
+        return dict(self.action("create_array", body, timeout=timeout))
 
-    def drop(self, name: str) -> None:
+    def drop(self, name: str, *, timeout: Optional[float] = None) -> None:
         """Delete an array and all of its data."""
-        self.action("drop_array", {"array": name})
+        self.action("drop_array", {"array": name}, timeout=timeout)
 
-    def fragments(self, name: str, timestamp: Optional[_query.Timestamp] = None) -> List[Dict[str, Any]]:
+    def fragments(self, name: str, timestamp: Optional[_query.Timestamp] = None, *,
+                  timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         """The array's visible fragments, oldest first."""
-        return list(self.action("list_fragments", _query.build(name, timestamp=timestamp)))
+        return list(self.action("list_fragments", _query.build(name, timestamp=timestamp), timeout=timeout))
 
-    def metadata(self, name: str, timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
+    def metadata(self, name: str, timestamp: Optional[_query.Timestamp] = None, *,
+                 timeout: Optional[float] = None) -> Dict[str, Any]:
         """The array's metadata as a dict (a scalar per one-value key, a list for several)."""
-        return dict(self.action("get_metadata", _query.build(name, timestamp=timestamp)))
+        return dict(self.action("get_metadata", _query.build(name, timestamp=timestamp), timeout=timeout))
 
     def put_metadata(self, name: str, metadata: Mapping[str, Any],
-                     timestamp: Optional[int] = None) -> int:
+                     timestamp: Optional[int] = None, *, timeout: Optional[float] = None) -> int:
         """Write array metadata (merged into what is there); returns the number of keys written."""
         body = _query.build(name, timestamp=timestamp)
         body["metadata"] = dict(metadata)
-        return int(self.action("put_metadata", body)["keys"])
+        return int(self.action("put_metadata", body, timeout=timeout)["keys"])
 
     # -- lifecycle (docs/protocol.md, "Array lifecycle") -------------------------------------------
 
     def consolidate(self, name: str, mode: str = "fragments",
-                    timestamp: Optional[_query.Timestamp] = None) -> Dict[str, Any]:
+                    timestamp: Optional[_query.Timestamp] = None, *,
+                    timeout: Optional[float] = None) -> Dict[str, Any]:
         """Consolidate the array as TileDB does (``mode``: fragments, commits,
         fragment_meta, array_meta); returns ``{"mode", "consolidated", "written"}``."""
-        return self.action("consolidate", _query.build(name, mode=mode, timestamp=timestamp))
+        return self.action("consolidate", _query.build(name, mode=mode, timestamp=timestamp), timeout=timeout)
 
-    def vacuum(self, name: str, mode: str = "fragments") -> Dict[str, Any]:
+    def vacuum(self, name: str, mode: str = "fragments", *,
+               timeout: Optional[float] = None) -> Dict[str, Any]:
         """Remove what consolidation made obsolete (and, for fragments,
         uncommitted fragments older than the daemon's ``-vacuum-grace``);
         returns ``{"mode", "removed", "uncommitted"}``."""
-        return self.action("vacuum", _query.build(name, mode=mode))
+        return self.action("vacuum", _query.build(name, mode=mode), timeout=timeout)
 
-    def delete(self, name: str, filter: str, timestamp: Optional[int] = None) -> Any:
+    def delete(self, name: str, filter: str, timestamp: Optional[int] = None, *,
+               timeout: Optional[float] = None) -> Any:
         """Delete the cells matching ``filter`` (a TileDB QueryCondition) from
         a sparse array, as TileDB's delete does: reads at or after
         ``timestamp`` (default now) no longer see them."""
-        return self.action("delete", _query.build(name, filter=filter, timestamp=timestamp))
+        return self.action("delete", _query.build(name, filter=filter, timestamp=timestamp), timeout=timeout)
 
     def evolve_schema(self, name: str, add_attributes: Optional[Sequence[Mapping[str, Any]]] = None,
                       drop_attributes: Optional[Sequence[str]] = None,
-                      timestamp: Optional[int] = None) -> Dict[str, Any]:
+                      timestamp: Optional[int] = None, *,
+                      timeout: Optional[float] = None) -> Dict[str, Any]:
         """Add attributes (schema JSON attribute objects) and/or drop them by
         name; returns the new schema."""
         return dict(self.action("evolve_schema", _query.build(
             name, add_attributes=list(add_attributes) if add_attributes else None,
-            drop_attributes=list(drop_attributes) if drop_attributes else None, timestamp=timestamp)))
+            drop_attributes=list(drop_attributes) if drop_attributes else None, timestamp=timestamp),
+            timeout=timeout))
 
-    def commit_fragments(self, name: str, fragments: Sequence[str]) -> Any:
+    def commit_fragments(self, name: str, fragments: Sequence[str], *,
+                         timeout: Optional[float] = None) -> Any:
         """Make staged fragments (``write(..., stage=True)``) visible, all at once."""
-        return self.action("commit_fragments", {"array": name, "fragments": list(fragments)})
+        return self.action("commit_fragments", {"array": name, "fragments": list(fragments)}, timeout=timeout)
 
-    def abort_fragments(self, name: str, fragments: Sequence[str]) -> Any:
+    def abort_fragments(self, name: str, fragments: Sequence[str], *,
+                        timeout: Optional[float] = None) -> Any:
         """Delete staged fragments that were never committed."""
-        return self.action("abort_fragments", {"array": name, "fragments": list(fragments)})
+        return self.action("abort_fragments", {"array": name, "fragments": list(fragments)}, timeout=timeout)
 
     # -- reads -----------------------------------------------------------------------
 
@@ -274,30 +310,34 @@ class Client:
                             timestamp=timestamp, layout=layout, batch_rows=batch_rows,
                             limit=limit, **extra)
 
-    def schema(self, name: str, columns: Optional[Sequence[str]] = None, **query: Any) -> pa.Schema:
+    def schema(self, name: str, columns: Optional[Sequence[str]] = None, *,
+               timeout: Optional[float] = None, **query: Any) -> pa.Schema:
         """The Arrow schema of a read (GetSchema)."""
         q = self.query(name, columns=columns, **query)
         try:
             return self._flight.get_schema(fl.FlightDescriptor.for_command(_query.dumps(q)),
-                                           options=self._options).schema
+                                           options=self._opts(timeout)).schema
         except _ARROW_ERRORS as e:
             raise from_arrow(e) from e
 
     def flight_info(self, name: str, columns: Optional[Sequence[str]] = None,
-                    partitions: Optional[int] = None, **query: Any) -> fl.FlightInfo:
+                    partitions: Optional[int] = None, *, timeout: Optional[float] = None,
+                    **query: Any) -> fl.FlightInfo:
         """The FlightInfo of a read: schema, ``total_records`` and endpoints
         (``partitions`` asks for that many). Its tickets carry the client's
         ``compression`` unless ``query`` gives one."""
         q = self.query(name, columns=columns, partitions=partitions, **query)
         if self.compression and "compression" not in q:
             q["compression"] = self.compression
+        t0 = time.monotonic()
         try:
             return self._flight.get_flight_info(fl.FlightDescriptor.for_command(_query.dumps(q)),
-                                                options=self._options)
+                                                options=self._opts(timeout))
         except _ARROW_ERRORS as e:
-            raise from_arrow(e) from e
+            raise self._err(e, timeout, t0) from e
 
-    def endpoint_batches(self, ep: fl.FlightEndpoint) -> Iterator[pa.RecordBatch]:
+    def endpoint_batches(self, ep: fl.FlightEndpoint, *,
+                         timeout: Optional[float] = None) -> Iterator[pa.RecordBatch]:
         """The record batches of one endpoint, as they arrive.
 
         An endpoint of a cluster lists several locations (its preferred node
@@ -310,8 +350,9 @@ class Client:
         done = 0
         for i, loc in enumerate(locs):
             skip = done
+            t0 = time.monotonic()
             try:
-                stream = self._for_location(loc).do_get(ep.ticket, options=self._options)
+                stream = self._for_location(loc).do_get(ep.ticket, options=self._opts(timeout))
                 for chunk in stream:
                     b = chunk.data
                     if b is None:
@@ -328,18 +369,18 @@ class Client:
                                           "the location that failed had already sent")
                 return
             except (fl.FlightUnavailableError, fl.FlightTimedOutError) as e:
-                if i + 1 < len(locs):
+                if i + 1 < len(locs) and not (timeout is not None and isinstance(e, fl.FlightTimedOutError)):
                     continue  # fail over to the next location
-                raise from_arrow(e) from e
+                raise self._err(e, timeout, t0) from e
             except _ARROW_ERRORS as e:
-                raise from_arrow(e) from e
+                raise self._err(e, timeout, t0) from e
 
     def read(self, name: str, columns: Optional[Sequence[str]] = None,
              subarray: Optional[_query.Subarray] = None, filter: Optional[str] = None,
              timestamp: Optional[_query.Timestamp] = None, layout: Optional[str] = None, *,
              batch_rows: Optional[int] = None, limit: Optional[int] = None,
              partitions: Optional[int] = None, max_workers: Optional[int] = None,
-             progress: Optional[bool] = None) -> pa.Table:
+             progress: Optional[bool] = None, timeout: Optional[float] = None) -> pa.Table:
         """Read (a slice of) an array into a ``pyarrow.Table``.
 
         Args:
@@ -355,24 +396,28 @@ class Client:
             partitions: endpoints to ask the daemon for (default: its choice).
             max_workers: endpoints fetched at once (default: the client's).
             progress: a progress bar (None: when interactive).
+            timeout: seconds each call (the FlightInfo, each endpoint's
+                DoGet) may take (None: the client's ``timeout``).
 
         The endpoints are fetched in parallel; the table holds them in
         endpoint order (for row-major reads, the array's row-major order).
         """
         info = self.flight_info(name, columns=columns, partitions=partitions, subarray=subarray,
                                 filter=filter, timestamp=timestamp, layout=layout,
-                                batch_rows=batch_rows, limit=limit)
-        return self.read_info(info, max_workers=max_workers, progress=progress, desc=name)
+                                batch_rows=batch_rows, limit=limit, timeout=timeout)
+        return self.read_info(info, max_workers=max_workers, progress=progress, desc=name,
+                              timeout=timeout)
 
     def read_info(self, info: fl.FlightInfo, max_workers: Optional[int] = None,
-                  progress: Optional[bool] = None, desc: str = "read") -> pa.Table:
+                  progress: Optional[bool] = None, desc: str = "read", *,
+                  timeout: Optional[float] = None) -> pa.Table:
         """Fetch every endpoint of a FlightInfo in parallel into one table, in endpoint order."""
         eps = list(info.endpoints)
         schema = info.schema
         with _progress.bar(progress, info.total_records, desc) as bar:
             def fetch(ep: fl.FlightEndpoint) -> List[pa.RecordBatch]:
                 out = []
-                for b in self.endpoint_batches(ep):
+                for b in self.endpoint_batches(ep, timeout=timeout):
                     out.append(b)
                     bar.update(b.num_rows)
                 return out
@@ -412,7 +457,7 @@ class Client:
                timestamp: Optional[_query.Timestamp] = None, layout: Optional[str] = None, *,
                batch_rows: Optional[int] = None, limit: Optional[int] = None,
                partitions: Optional[int] = None,
-               progress: Optional[bool] = None) -> pa.RecordBatchReader:
+               progress: Optional[bool] = None, timeout: Optional[float] = None) -> pa.RecordBatchReader:
         """Stream a read as a ``pyarrow.RecordBatchReader``.
 
         Endpoints are read one after the other and batches handed on as they
@@ -420,23 +465,50 @@ class Client:
         DuckDB, polars and pyarrow.dataset take the reader as it is."""
         info = self.flight_info(name, columns=columns, partitions=partitions, subarray=subarray,
                                 filter=filter, timestamp=timestamp, layout=layout,
-                                batch_rows=batch_rows, limit=limit)
+                                batch_rows=batch_rows, limit=limit, timeout=timeout)
         eps = list(info.endpoints)
 
         def gen() -> Iterator[pa.RecordBatch]:
             with _progress.bar(progress, info.total_records, name) as bar:
                 for ep in eps:
-                    for b in self.endpoint_batches(ep):
+                    for b in self.endpoint_batches(ep, timeout=timeout):
                         bar.update(b.num_rows)
                         yield b
 
         return pa.RecordBatchReader.from_batches(info.schema, gen())
 
+    # -- arrays as NumPy, xarray and SQL ----------------------------------------------------
+
+    def array(self, name: str, timestamp: Optional[_query.Timestamp] = None, *,
+              timeout: Optional[float] = None) -> Any:
+        """The array as TileDB-Py's ``tiledb.open(uri)`` gives it: ``A[...]``,
+        ``A.multi_index[...]``, ``A.df[...]``, ``A.query(...)``, ``A.schema``,
+        ``A.meta``, ``A.nonempty_domain()`` and writes ``A[...] = {...}``
+        (see :class:`tileflight.array.Array`)."""
+        from .array import Array
+        return Array(self, name, timestamp=timestamp, timeout=timeout)
+
+    def read_xarray(self, name: str, attrs: Optional[Sequence[str]] = None,
+                    timestamp: Optional[_query.Timestamp] = None, *, chunks: Any = None,
+                    timeout: Optional[float] = None) -> Any:
+        """The array as an ``xarray.Dataset`` (lazy; see :mod:`tileflight.xarray_backend`)."""
+        from .xarray_backend import open_dataset
+        return open_dataset(self, name, attrs=attrs, timestamp=timestamp, chunks=chunks, timeout=timeout)
+
+    def sql(self, text: str, params: Optional[Sequence[Any]] = None, *,
+            timeout: Optional[float] = None) -> pa.Table:
+        """Run one SQL statement through the daemon's Flight SQL service and
+        return the result as a ``pyarrow.Table`` (``params`` bind ``?``
+        placeholders, as a sequence of values or a list of such rows)."""
+        from ._sql import run
+        return run(self, text, params, timeout=timeout)
+
     # -- writes ------------------------------------------------------------------------
 
     def write(self, name: str, data: WriteData, subarray: Optional[_query.Subarray] = None, *,
               timestamp: Optional[int] = None, layout: Optional[str] = None, stage: bool = False,
-              batch_rows: int = 65536, progress: Optional[bool] = None) -> WriteResult:
+              batch_rows: int = 65536, progress: Optional[bool] = None,
+              timeout: Optional[float] = None) -> WriteResult:
         """Write rows into an array with one atomic DoPut.
 
         Args:
@@ -465,7 +537,7 @@ class Client:
                          stage=True if stage else None)
         desc = fl.FlightDescriptor.for_command(_query.dumps(q))
         try:
-            writer, meta_reader = self._flight.do_put(desc, schema, options=self._options)
+            writer, meta_reader = self._flight.do_put(desc, schema, options=self._opts(timeout))
         except _ARROW_ERRORS as e:
             raise from_arrow(e) from e
         try:
