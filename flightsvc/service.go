@@ -83,9 +83,9 @@ type Config struct {
 	// list_queries and cancel_query actions read (its interceptor,
 	// installed by the daemon, registers them).
 	Calls *calls.Registry
-	// MaxQueriesPerPeer bounds the stream slots one peer may hold at once
-	// (a peer: the credential's name, or with authentication off the
-	// client's IP address). 0: half of MaxConcurrentStreams.
+	// MaxQueriesPerPeer bounds the stream slots one client may hold at
+	// once (a client: the credential's name, or without one the client's
+	// connection). 0: half of MaxConcurrentStreams.
 	MaxQueriesPerPeer int
 	// QueueWait is how long a DoGet or DoPut waits for a free stream slot
 	// (at most until its own deadline) before RESOURCE_EXHAUSTED. 0:

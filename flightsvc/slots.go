@@ -2,7 +2,6 @@ package flightsvc
 
 import (
 	"context"
-	"net"
 	"sync"
 	"time"
 
@@ -20,18 +19,17 @@ type peerSlots struct {
 	waiting int
 }
 
-// peerKey names the peer a call counts against: the credential's name
+// peerKey names the client a call counts against: the credential's name
 // when the call carries one (several machines of one team share its
-// share), else the client's IP address.
+// share), else the client's connection (its address and port: behind a
+// proxy, or on one machine, many users share an IP address, and a
+// client's calls share its connection).
 func peerKey(ctx context.Context) string {
 	if p := access.FromContext(ctx); p != nil && p.Name != "" {
 		return "cred:" + p.Name
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
-			return "ip:" + host
-		}
-		return "addr:" + p.Addr.String()
+		return "conn:" + p.Addr.String()
 	}
 	return ""
 }

@@ -126,7 +126,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", time.Minute, "cancel a DoGet, DoPut or action whose client has made no progress (not reading what is sent, or not sending) for this long, and free its memory (0: never)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Second, "how long a DoGet or DoPut waits for a free -max-queries slot (at most its own deadline) before RESOURCE_EXHAUSTED (0: refuse at once)")
-	fs.IntVar(&c.maxPerPeer, "max-queries-per-peer", 0, "most DoGet/DoPut calls one client (its token's name, or its IP address without tokens) may run at once (0: half of -max-queries)")
+	fs.IntVar(&c.maxPerPeer, "max-queries-per-peer", 0, "most DoGet/DoPut calls one client (its credential's name, or without one its connection) may run at once; more are refused with RESOURCE_EXHAUSTED (0: half of -max-queries)")
 	fs.IntVar(&c.maxQueries, "max-queries", 0, "DoGet/DoPut calls running at once; more are refused with RESOURCE_EXHAUSTED (0: 4 per CPU, at least 32)")
 	c.maxPutBytes, c.maxFragBytes = 1<<30, 64<<20
 	fs.Var(sizeFlag{&c.maxPutBytes}, "max-put-bytes", "most Arrow bytes (a `size`) one DoPut may send in all")

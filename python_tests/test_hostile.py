@@ -1,0 +1,164 @@
+"""Hostile load against the real daemon: clients that open DoGets and never
+read them cannot starve the others (each client holds at most its share of
+the stream slots, a stream that makes no progress for -stall-timeout is
+ended and its memory freed, a call finding every slot taken waits for one),
+and running queries can be listed and cancelled (list_queries,
+cancel_query) whatever their kind: DoGet, SQL, consolidation."""
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+import tiledb
+
+from flightd_fixture import action, expect_code, flightd_bin, grpc_code, read, running  # noqa: F401
+
+N = 16_000_000  # 128 MiB of float64: more than a client buffers of a stream it does not read
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    uri = os.path.join(d, "big")
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, N - 1), tile=N // 16, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=False, attrs=[tiledb.Attr("v", dtype=np.float64)]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = np.arange(N, dtype=np.float64)
+    return d
+
+
+def drain(reader):
+    """Read a DoGet to its end chunk by chunk. Not read_all: pyarrow turns a
+    CANCELLED status met inside read_all into a KeyboardInterrupt (its
+    signal handling takes any cancellation for Ctrl-C)."""
+    while True:
+        try:
+            reader.read_chunk()
+        except StopIteration:
+            return
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
+    """64 DoGets opened on one connection and never read, then normal
+    clients: each normal client is answered within a few seconds, the
+    stalled ones beyond the client's share are refused at once naming
+    -max-queries-per-peer, the rest end CANCELLED after -stall-timeout,
+    and the daemon's memory comes back down."""
+    with running(flightd_bin, data, "-stall-timeout", "2s") as d:
+        bad = fl.connect(d.url)
+        readers = []
+        refused = []
+        for _ in range(64):
+            try:
+                readers.append(bad.do_get(fl.Ticket(json.dumps({"array": "big"}).encode())))
+            except (fl.FlightError, pa.ArrowException) as e:
+                refused.append(e)
+        time.sleep(0.5)
+        t0 = time.time()
+        times = []
+        for _ in range(8):
+            c = fl.connect(d.url)
+            t = time.time()
+            assert read(c, options=fl.FlightCallOptions(timeout=20), array="big", subarray={"i": [[0, 99999]]}).num_rows == 100000
+            times.append(time.time() - t)
+            c.close()
+        assert max(times) < 5, times
+        # The stalled streams: at most the client's share (16 of 32) ran;
+        # the others were refused, and those that ran end once stalled.
+        codes = []
+        for r in readers:
+            try:
+                drain(r)
+                codes.append("OK")
+            except (fl.FlightError, pa.ArrowException) as e:
+                codes.append(grpc_code(e))
+        msgs = [str(e) for e in refused] + [c for c in codes]
+        n_exhausted = sum(1 for c in codes if c == "RESOURCE_EXHAUSTED") + len(refused)
+        assert n_exhausted >= 64 - 16, msgs[:5]
+        assert "CANCELLED" in codes, codes
+        assert any("-max-queries-per-peer" in m for m in msgs + [str(e) for e in refused]) or any(
+            "max-queries-per-peer" in r for r in [json.dumps(x) for x in d.records()]), msgs[:3]
+        # Nothing left running, and the daemon serves.
+        deadline = time.time() + 10
+        c = fl.connect(d.url)
+        while time.time() < deadline and [q for q in action(c, "list_queries") if q["kind"] == "doget"]:
+            time.sleep(0.1)
+        assert not [q for q in action(c, "list_queries") if q["kind"] == "doget"]
+        assert read(c, array="big", subarray={"i": [[0, 9]]}).num_rows == 10
+        assert time.time() - t0 < 30
+        c.close()
+        bad.close()
+
+
+def test_list_and_cancel_queries(flightd_bin, data, tmp_path):
+    """A slow DoGet, a SQL statement and a consolidation show in
+    list_queries with their kind; cancel_query ends each (CANCELLED for its
+    client); unknown ids are NOT_FOUND; a read-only token sees only its
+    own queries and may not cancel another's."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("w rw writer\nr ro reader\nr2 ro other\n")
+    with running(flightd_bin, data, "-tokens-file", str(tokens), "-stall-timeout", "0") as d:
+        def opts(tok):
+            return fl.FlightCallOptions(headers=[(b"authorization", ("Bearer " + tok).encode())], timeout=30)
+        c = fl.connect(d.url)
+        slow = c.do_get(fl.Ticket(json.dumps({"array": "big"}).encode()), options=opts("r"))
+        deadline = time.time() + 10
+        mine = []
+        while time.time() < deadline and not mine:
+            mine = [q for q in action(c, "list_queries", options=opts("w")) if q["kind"] == "doget"]
+            time.sleep(0.05)
+        assert mine and mine[0]["array"] == "big" and mine[0]["user"] == "reader", mine
+        q = mine[0]
+        assert set(q) >= {"id", "kind", "array", "user", "peer", "started", "rows", "bytes"}
+        assert {x["user"] for x in action(c, "list_queries", options=opts("r2"))} == {"other"}  # its own call only
+        assert q["id"] not in [x["id"] for x in action(c, "list_queries", options=opts("r2"))]
+        expect_code("PERMISSION_DENIED", action, c, "cancel_query", {"id": q["id"]}, options=opts("r2"))
+        assert action(c, "cancel_query", {"id": q["id"]}, options=opts("r")) == {"cancelled": q["id"]}
+        with pytest.raises(fl.FlightError) as e:
+            drain(slow)
+        assert grpc_code(e.value) == "CANCELLED", e.value
+        expect_code("NOT_FOUND", action, c, "cancel_query", {"id": q["id"]}, options=opts("w"))
+        expect_code("NOT_FOUND", action, c, "cancel_query", {"id": "999999"}, options=opts("w"))
+
+        # A SQL statement, through ADBC: its text shows, and cancelling it
+        # ends the client's fetch.
+        import adbc_driver_flightsql.dbapi as flightsql
+        import adbc_driver_manager
+        hdr = "adbc.flight.sql.authorization_header"
+        errs = []
+
+        def run_sql():
+            try:
+                with flightsql.connect(d.url, db_kwargs={hdr: "Bearer w"}) as conn:
+                    cur = conn.cursor()
+                    cur.execute("SELECT a.i, b.v FROM main.big AS a JOIN main.big AS b ON a.i = b.i + 1 ORDER BY a.v DESC")
+                    cur.fetch_arrow_table()
+            except adbc_driver_manager.Error as ex:
+                errs.append(ex)
+        th = threading.Thread(target=run_sql)
+        th.start()
+        deadline = time.time() + 30
+        sql = []
+        while time.time() < deadline and not sql:
+            sql = [x for x in action(c, "list_queries", options=opts("w")) if x["kind"] == "sql" and x.get("sql")]
+            time.sleep(0.05)
+        assert sql and "JOIN main.big" in sql[0]["sql"], sql
+        action(c, "cancel_query", {"id": sql[0]["id"]}, options=opts("w"))
+        th.join(60)
+        assert not th.is_alive()
+        assert errs and ("cancel" in str(errs[0]).lower()), errs
+        assert d.alive()
+        c.close()
