@@ -118,7 +118,7 @@ bench: setup build
 # Go benchmarks of the hot kernels (unfilter per codec, merge, sort, Arrow
 # assembly, a DoGet batch handed to gRPC), allocations reported.
 bench-kernels:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/ ./flightsvc/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./filters/... ./arrowconv/ ./internal/radix/ ./reader/sparse/ ./writer/ ./transport/
 
 bench-flight: setup build
 	$(VPY) benchmarks/flight_read.py --flightd bin/flightd --out benchmarks/RESULTS.md

@@ -254,7 +254,7 @@ def run(args):
         "each DoGet opens the frame (header, offsets index) and the heads of the chunks it reads,",
         "and nothing decoded is cached between DoGets (only the mapping, keyed by the file's",
         "inode, size and mtime). The batches go to the socket without a copy in user space:",
-        "the daemon's plaintext connections (internal/sendconn) write a batch's buffers where",
+        "the daemon's plaintext connections (transport/sendconn) write a batch's buffers where",
         "they are, in writev calls of up to 256 KiB, instead of gRPC copying them into its",
         "write buffer; the batch is recycled once they are written.",
         "",

@@ -24,6 +24,7 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/transport"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -110,20 +111,21 @@ func serveService(t *testing.T, svc *Service) aflight.Client {
 	t.Helper()
 	ua, sa := AuthInterceptors(svc.cfg.Auth)
 	ul, sl := AccessLog(zerolog.Nop())
-	// The daemon's transport (TransportOptions: sendCodec) under the
-	// tests, as in cmd/flightd.
+	// The daemon's transport (transport.ServerOptions: sendCodec,
+	// sendconn) under the tests, as in cmd/flightd.
+	tc := transport.Config{ZeroCopySend: true}
 	streamChain := []grpc.StreamServerInterceptor{sl, sa}
 	if svc.cfg.Calls != nil {
 		streamChain = append(streamChain, svc.cfg.Calls.Interceptors())
 	}
 	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(ul, ua), grpc.ChainStreamInterceptor(streamChain...)},
-		TransportOptions(true)...)...)
+		transport.ServerOptions(tc)...)...)
 	aflight.RegisterFlightServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(TransportListener(lis, true))
+	go srv.Serve(transport.Listener(lis, tc))
 	t.Cleanup(srv.Stop)
 	c, err := aflight.NewClientWithMiddleware(lis.Addr().String(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -3,6 +3,7 @@ package flightsvc
 import (
 	"github.com/tileflight/tileflight/metrics"
 	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/transport"
 )
 
 // Gauges are the service's values that the daemon's metrics read at
@@ -16,7 +17,7 @@ func (s *Service) Gauges() metrics.Gauges {
 		BudgetInUse:    reader.MemoryInUse,
 		StreamsRunning: func() int { return len(s.streams) },
 		StreamsLimit:   func() int { return cap(s.streams) },
-		ZstdSent:       zstdSent.Load,
-		ZstdSentRaw:    zstdSentRaw.Load,
+		ZstdSent:       func() uint64 { z, _ := transport.ZstdSent(); return z },
+		ZstdSentRaw:    func() uint64 { _, r := transport.ZstdSent(); return r },
 	}
 }

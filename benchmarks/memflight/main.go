@@ -27,6 +27,7 @@ import (
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/transport"
 )
 
 type server struct {
@@ -85,7 +86,7 @@ func (s *server) DoGet(tk *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	if t.err != nil {
 		return t.err
 	}
-	// The daemon's send loop (flight.SendRecords: bodies handed to gRPC
+	// The daemon's send loop (flightsvc.SendRecords: bodies handed to gRPC
 	// without copies), so that this ceiling differs from flightd only in
 	// holding its results in memory.
 	i := 0
@@ -134,10 +135,11 @@ func main() {
 	}
 	// The daemon's transport settings, so that this ceiling differs from
 	// flightd only in holding its results in memory.
-	srv := grpc.NewServer(append(flightsvc.TransportOptions(true), grpc.MaxRecvMsgSize(64<<20))...)
+	tc := transport.Config{ZeroCopySend: true} // the daemon's default
+	srv := grpc.NewServer(append(transport.ServerOptions(tc), grpc.MaxRecvMsgSize(64<<20))...)
 	aflight.RegisterFlightServiceServer(srv, &server{store: st, tables: map[string]*table{}})
 	fmt.Printf("ready grpc://%s\n", lis.Addr())
-	if err := srv.Serve(flightsvc.TransportListener(lis, true)); err != nil {
+	if err := srv.Serve(transport.Listener(lis, tc)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

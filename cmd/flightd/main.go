@@ -42,6 +42,7 @@ import (
 	"github.com/tileflight/tileflight/sqlsvc"
 	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/transport"
 )
 
 func main() {
@@ -99,6 +100,7 @@ type serveConfig struct {
 	memoryLimit    int64
 	tileCacheBytes int64
 	metaCacheBytes int64
+	zeroCopySend   bool
 }
 
 // errUsage marks a command-line error the flag package has already
@@ -155,6 +157,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")
 	c.metaCacheBytes = tdbarray.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.metaCacheBytes}, "metadata-cache-bytes", "decoded schemas and fragment metadata kept between queries (a `size`)")
+	fs.BoolVar(&c.zeroCopySend, "zero-copy-send", true, "plaintext only: DoGet record buffers go to the socket by reference, without gRPC's copy into its write buffer (transport/sendconn); false: gRPC's own 256 KiB write buffer, as under TLS")
 	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
@@ -351,18 +354,17 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
 	scheme := "grpc"
 	var serverTLS *access.ServerTLS
-	if c.tlsCert == "" {
-		opts = append(opts, flightsvc.TransportOptions(true)...)
-	} else {
+	tc := transport.Config{TLS: c.tlsCert != "", ZeroCopySend: c.zeroCopySend}
+	if tc.TLS {
 		st, err := access.NewServerTLS(access.TLSFiles{CertFile: c.tlsCert, KeyFile: c.tlsKey, ClientCAFile: c.tlsClientCA})
 		if err != nil {
 			return fmt.Errorf("TLS: %w", err)
 		}
 		serverTLS = st
 		opts = append(opts, grpc.Creds(credentials.NewTLS(st.Config())))
-		opts = append(opts, flightsvc.TransportOptions(false)...)
 		scheme = "grpc+tls"
 	}
+	opts = append(opts, transport.ServerOptions(tc)...)
 	srv := grpc.NewServer(opts...)
 	// The native service and Flight SQL share the port (and the
 	// interceptors above) through the mux.
@@ -386,7 +388,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.listen, err)
 	}
-	lis = flightsvc.TransportListener(lis, scheme == "grpc")
+	lis = transport.Listener(lis, tc)
 	addr := lis.Addr().String()
 	if host, _, _ := net.SplitHostPort(addr); !auth.Enabled() || scheme == "grpc" {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tileflight/tileflight/transport/sendconn"
 )
 
 func TestFlagsWithEnvironmentFallback(t *testing.T) {
@@ -88,5 +91,65 @@ func TestServeReadyHealthAndDrain(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "grpc://"+addr) {
 		t.Fatalf("ready line with grpc://%s missing from logs:\n%s", addr, logs.String())
+	}
+}
+
+// -zero-copy-send (TILEFLIGHT_ZERO_COPY_SEND) is on by default and, off,
+// leaves sendconn out: the daemon's connections are then not Conns.
+func TestZeroCopySendFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want bool
+	}{
+		{nil, "", true},
+		{[]string{"-zero-copy-send=false"}, "", false},
+		{nil, "false", false},
+		{[]string{"-zero-copy-send=true"}, "false", true}, // the command line wins
+	} {
+		getenv := func(k string) string {
+			if k == "TILEFLIGHT_ZERO_COPY_SEND" {
+				return tc.env
+			}
+			return ""
+		}
+		c, err := parseServeFlags(tc.args, &bytes.Buffer{}, getenv)
+		if err != nil || c.zeroCopySend != tc.want {
+			t.Fatalf("%v with TILEFLIGHT_ZERO_COPY_SEND=%q: zero-copy-send %v (%v), want %v", tc.args, tc.env, c != nil && c.zeroCopySend, err, tc.want)
+		}
+	}
+	for _, on := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan int, 1)
+		var logs bytes.Buffer
+		go func() {
+			done <- runServe(ctx, []string{"-data", t.TempDir(), "-listen", "127.0.0.1:0", "-log-format", "json",
+				"-zero-copy-send=" + strconv.FormatBool(on)}, &logs, ready)
+		}()
+		var addr string
+		select {
+		case addr = <-ready:
+		case code := <-done:
+			t.Fatalf("exited %d: %s", code, logs.String())
+		case <-time.After(10 * time.Second):
+			t.Fatal("not ready")
+		}
+		before := sendconn.Totals().Conns
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		if got, want := sendconn.Totals().Conns-before, map[bool]int64{true: 1, false: 0}[on]; got != want {
+			t.Errorf("-zero-copy-send=%v: %d connections served as sendconn.Conns, want %d", on, got, want)
+		}
+		cancel()
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d: %s", code, logs.String())
+		}
 	}
 }

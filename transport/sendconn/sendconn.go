@@ -32,7 +32,38 @@
 // A window followed wrongly costs time, never a byte.
 //
 // Only plaintext connections qualify: under TLS the bytes a Conn sees are
-// records, not frames.
+// records, not frames. The daemon uses Conns unless -zero-copy-send=false
+// (transport.Config.ZeroCopySend).
+//
+// # What it depends on in grpc-go
+//
+// Checked against grpc-go v1.85.0 (the version in go.mod; the project has
+// used no other since sendconn was written). A Conn relies on how that
+// gRPC writes and reads a server connection, none of which is API:
+//
+//   - With grpc.WriteBufferSize(0) the framer's writer passes every Write
+//     straight to the net.Conn (internal/transport/http_util.go,
+//     bufWriter.Write) and its Flush writes nothing.
+//   - A DATA frame is written as its 9-byte header, then each slice of
+//     its payload, one Write each (framer.writeData), the slices being
+//     those of the message's mem.BufferSlice (loopyWriter.processData:
+//     reader.Peek), so the very buffers transport's codec handed over
+//     (mem.NewBuffer over the record's buffers), not copies; and a slice
+//     of a message is released (its mem.Buffer freed) only after the
+//     Write that carried it returned.
+//   - DATA frames carry at most 16 KiB of payload (http2MaxFrameLen): the
+//     flow-control windows are followed assuming that (windows.go).
+//   - gRPC reads the connection through its Read method (it reads a raw
+//     socket only for *net.TCPConn and a few other concrete types), so a
+//     Conn sees the peer's SETTINGS and WINDOW_UPDATE frames.
+//   - peer.FromContext gives a call both the remote and the local
+//     address (FromContext finds the Conn by them).
+//
+// A grpc-go that changes any of these either copies again or waits for
+// IdleFlush, silently: the canary test of package transport
+// (TestCanaryZeroCopyDoGet: a real DoGet over loopback to arrow-go's
+// Flight client, checking Totals) fails then. Run it on every grpc-go
+// upgrade and write the version here once it passes.
 package sendconn
 
 import (
@@ -41,6 +72,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -87,6 +119,53 @@ const (
 
 var registry sync.Map // key(remote, local) -> *Conn
 
+// Stats counts what the process's Conns have done since it started
+// (Totals). The canary of the send path compares Referenced with Held:
+// a gRPC that stops handing a Conn the held buffers as they are (copies
+// them into a buffer of its own, coalesces a frame's header with its
+// payload) leaves Referenced at zero.
+type Stats struct {
+	Conns int64 // connections accepted as Conns
+	// Held is the bytes of the buffers senders declared (Hold), counting
+	// only those a Conn may reference (at least 4 KiB each).
+	Held int64
+	// Referenced is the DATA payload bytes written from held buffers by
+	// reference; Copied the DATA payload bytes written as copies (of
+	// gRPC's own buffers, or too small a piece to reference).
+	Referenced, Copied int64
+	Writes             int64 // writes to sockets (each one writev)
+	// Read is the bytes gRPC read through Conns: the peer's SETTINGS and
+	// WINDOW_UPDATE frames are followed only when gRPC reads that way.
+	Read int64
+	// LargestData is the largest DATA frame payload gRPC wrote: the
+	// windows are followed assuming at most 16 KiB.
+	LargestData int64
+}
+
+var totals struct {
+	conns, held, referenced, copied, writes, largestData, read atomic.Int64
+}
+
+// Totals returns the counters of every Conn of the process.
+func Totals() Stats {
+	return Stats{
+		Conns: totals.conns.Load(), Held: totals.held.Load(),
+		Referenced: totals.referenced.Load(), Copied: totals.copied.Load(),
+		Writes: totals.writes.Load(), LargestData: totals.largestData.Load(),
+		Read: totals.read.Load(),
+	}
+}
+
+// noteData records a DATA frame's payload length in LargestData.
+func noteData(n int64) {
+	for {
+		cur := totals.largestData.Load()
+		if n <= cur || totals.largestData.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
 func key(remote, local net.Addr) string { return remote.String() + ">" + local.String() }
 
 // FromContext is the Conn a gRPC call runs on, or nil when it runs on
@@ -121,6 +200,7 @@ func (l Listener) Accept() (net.Conn, error) {
 	c := newConn(nc, l.IdleFlush)
 	c.key = key(nc.RemoteAddr(), nc.LocalAddr())
 	registry.Store(c.key, c)
+	totals.conns.Add(1)
 	return c, nil
 }
 
@@ -156,6 +236,9 @@ type Conn struct {
 	armed   bool
 	err     error
 	frame   outFrame
+	// pendRef and pendCopied are the DATA payload bytes of out
+	// referenced and copied (Stats, counted once written).
+	pendRef, pendCopied int
 
 	// smu guards st; it is never held during I/O. Lock order: wmu, smu.
 	smu sync.Mutex
@@ -193,6 +276,7 @@ type outFrame struct {
 func (c *Conn) Read(p []byte) (int, error) {
 	n, err := c.sock.Read(p)
 	if n > 0 {
+		totals.read.Add(int64(n))
 		c.smu.Lock()
 		c.st.win.feed(p[:n])
 		c.smu.Unlock()
@@ -209,13 +293,16 @@ func (c *Conn) Hold(bufs [][]byte) uint64 {
 	c.st.nextID++
 	id := c.st.nextID
 	c.st.msgs[id] = false
+	held := 0
 	for _, b := range bufs {
 		if len(b) < zeroCopyMin {
 			continue
 		}
 		lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 		c.st.held = append(c.st.held, span{lo: lo, hi: lo + uintptr(len(b)), id: id})
+		held += len(b)
 	}
+	totals.held.Add(int64(held))
 	return id
 }
 
@@ -332,6 +419,7 @@ func (c *Conn) write(p []byte) (int, error) {
 			c.smu.Lock()
 			switch {
 			case f.data:
+				noteData(int64(f.left))
 				c.st.win.sent(stream, f.left, flags&flagEndStream != 0)
 				f.flushEnd = f.flushEnd || c.st.win.blocked(stream)
 			case typ == frameHeaders && flags&flagEndStream != 0, typ == frameRSTStream:
@@ -344,8 +432,12 @@ func (c *Conn) write(p []byte) (int, error) {
 			if f.data && k >= zeroCopyMin && c.reference(chunk) {
 				c.out = append(c.out, chunk)
 				c.pending += k
+				c.pendRef += k
 				c.tail = false
 			} else {
+				if f.data {
+					c.pendCopied += k
+				}
 				c.copyOut(chunk)
 			}
 			p = p[k:]
@@ -411,7 +503,12 @@ func (c *Conn) flush() {
 	bufs := c.out
 	if _, err := bufs.WriteTo(c.sock); err != nil {
 		c.err = err
+	} else {
+		totals.writes.Add(1)
+		totals.referenced.Add(int64(c.pendRef))
+		totals.copied.Add(int64(c.pendCopied))
 	}
+	c.pendRef, c.pendCopied = 0, 0
 	clear(c.out)
 	c.out = c.out[:0]
 	if c.arena != nil {
@@ -464,7 +561,7 @@ func (c *Conn) Close() error {
 	}
 	clear(c.out)
 	c.out = nil
-	c.pending = 0
+	c.pending, c.pendRef, c.pendCopied = 0, 0, 0
 	if c.arena != nil {
 		arenas.Put(c.arena)
 		c.arena = nil

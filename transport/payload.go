@@ -1,4 +1,4 @@
-package flightsvc
+package transport
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/tileflight/tileflight/internal/sendconn"
+	"github.com/tileflight/tileflight/transport/sendconn"
 )
 
 // payloadWriter sends IPC payloads as FlightData messages, as arrow-go's
 // flight.Writer does, but without copying bodies into buffers of its own.
-// On a server with sendCodec (TransportOptions) a body goes to gRPC as
+// On a server with sendCodec (ServerOptions) a body goes to gRPC as
 // the record's own buffers, and the record stays retained until gRPC has
 // passed them on: gRPC then copies each byte once, into its write buffer,
 // or, on a sendconn.Conn, not at all (the Conn writes the buffers where
@@ -24,7 +24,7 @@ import (
 // The caller names the record being written (holding) before
 // ipc.Writer.Write and may release it as soon as Write returns.
 type payloadWriter struct {
-	stream   dataSender
+	stream   Sender
 	zeroCopy bool
 	conn     *sendconn.Conn    // the stream's connection, when it is one (nil: gRPC copies)
 	rec      arrow.RecordBatch // the record whose payloads are being written
@@ -33,16 +33,17 @@ type payloadWriter struct {
 	fd       flight.FlightData
 }
 
-// dataSender is the sending side of a DoGet stream.
-type dataSender interface {
+// Sender is the sending side of a DoGet stream
+// (flight.FlightService_DoGetServer is one).
+type Sender interface {
 	Send(*flight.FlightData) error
 	SendMsg(any) error
 	Context() context.Context
 }
 
-func newPayloadWriter(s dataSender) *payloadWriter {
+func newPayloadWriter(s Sender) *payloadWriter {
 	w := &payloadWriter{stream: s, zeroCopy: zeroCopy(s.Context())}
-	if w.zeroCopy {
+	if w.zeroCopy && onSendconn(s.Context()) {
 		w.conn = sendconn.FromContext(s.Context())
 	}
 	return w

@@ -1,4 +1,4 @@
-package flightsvc
+package transport
 
 import (
 	"bytes"

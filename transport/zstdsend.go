@@ -1,4 +1,4 @@
-package flightsvc
+package transport
 
 import (
 	"encoding/binary"
@@ -7,22 +7,43 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
-	"github.com/tileflight/tileflight/internal/ipcbody"
-	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/transport/ipcbody"
 )
+
+// ZstdBatch is a record batch some of whose columns are still the zstd
+// frames of the tiles they were stored in (the reader's pass-through
+// batches, seen through the service's adapter: transport does not know
+// the reader). SendRecords sends those columns as Arrow IPC
+// ZSTD-compressed buffers without decompressing them.
+type ZstdBatch interface {
+	arrow.RecordBatch
+	// ZstdColumn is column i when it is compressed: zstd frames that,
+	// decompressed back to back, are the column's Arrow data buffer of
+	// size bytes. frames is nil when column i is plain.
+	ZstdColumn(i int) (frames [][]byte, size int64)
+	// Plain is column i when it is not compressed (else nil).
+	Plain(i int) arrow.Array
+	// Decode is the batch with every column decompressed (released by
+	// the caller); an error is a corrupt frame.
+	Decode() (arrow.RecordBatch, error)
+}
 
 // zstdSent and zstdSentRaw count the compressed bytes of tiles sent as
 // they are stored and what they hold (metrics: zstd_passthrough_*).
 var zstdSent, zstdSentRaw atomic.Uint64
 
+// ZstdSent is the compressed bytes of tiles sent as they are stored
+// (ZstdBatch columns) since the process started, and raw what they hold.
+func ZstdSent() (compressed, raw uint64) { return zstdSent.Load(), zstdSentRaw.Load() }
+
 // countZstd adds b's compressed columns to the counters.
-func countZstd(b *reader.ZstdBatch) {
+func countZstd(b ZstdBatch) {
 	for i := 0; i < int(b.NumCols()); i++ {
-		if z := b.Compressed(i); z != nil {
-			for _, f := range z.Frames {
+		if frames, size := b.ZstdColumn(i); frames != nil {
+			for _, f := range frames {
 				zstdSent.Add(uint64(len(f)))
 			}
-			zstdSentRaw.Add(uint64(z.Size))
+			zstdSentRaw.Add(uint64(size))
 		}
 	}
 }
@@ -32,14 +53,14 @@ func countZstd(b *reader.ZstdBatch) {
 // other columns as uncompressed buffers of the same message. ok is false
 // when an uncompressed column is not a flat array this can lay out (the
 // caller then sends b decompressed, as any other record).
-func zstdMessage(b *reader.ZstdBatch) (m ipcbody.Message, ok bool) {
+func zstdMessage(b ZstdBatch) (m ipcbody.Message, ok bool) {
 	rows := b.NumRows()
 	var nodes []ipcbody.Node
 	var bufs []ipcbody.Buffer
 	for i := 0; i < int(b.NumCols()); i++ {
-		if z := b.Compressed(i); z != nil {
+		if frames, size := b.ZstdColumn(i); frames != nil {
 			nodes = append(nodes, ipcbody.Node{Length: rows})
-			bufs = append(bufs, ipcbody.Buffer{}, ipcbody.Buffer{Frames: z.Frames, Size: z.Size})
+			bufs = append(bufs, ipcbody.Buffer{}, ipcbody.Buffer{Frames: frames, Size: size})
 			continue
 		}
 		col := b.Plain(i)

@@ -1,4 +1,4 @@
-package flightsvc
+package transport
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // new buffer, and a body of several Arrow buffers had first been gathered
 // into one: two copies of every byte a DoGet sends, on top of the
 // kernel's (and of gRPC's into its write buffer, which plaintext
-// connections do without: internal/sendconn). sendCodec writes the
+// connections do without: transport/sendconn). sendCodec writes the
 // protobuf framing of the message itself (data_header, then data_body's
 // tag and length) and hands gRPC the body's Arrow buffers as they are,
 // each a mem.Buffer whose release is tied to the record's: gRPC writes
@@ -139,11 +139,19 @@ func (r *partsRelease) Put(*[]byte) {
 	}
 }
 
-// zeroCopyKey marks the context of a stream served with sendCodec.
-type zeroCopyKey struct{}
+// zeroCopyKey marks the context of a stream served with sendCodec, and
+// sendconnKey that of a stream whose connections are sendconn.Conns.
+type (
+	zeroCopyKey struct{}
+	sendconnKey struct{}
+)
 
 func zeroCopy(ctx context.Context) bool {
 	return ctx.Value(zeroCopyKey{}) != nil
+}
+
+func onSendconn(ctx context.Context) bool {
+	return ctx.Value(sendconnKey{}) != nil
 }
 
 type markedStream struct {
@@ -154,14 +162,19 @@ type markedStream struct {
 func (s markedStream) Context() context.Context { return s.ctx }
 
 // codecOptions install sendCodec and the interceptor that tells streams
-// it is there; TransportOptions includes them.
-func codecOptions() []grpc.ServerOption {
+// it is there, and whether their connections are sendconn.Conns
+// (sendconn); ServerOptions includes them.
+func codecOptions(sendconn bool) []grpc.ServerOption {
 	proto := encoding.GetCodecV2("proto")
 	if proto == nil {
-		panic(fmt.Sprintf("flight: gRPC has no %q codec registered", "proto"))
+		panic(fmt.Sprintf("transport: gRPC has no %q codec registered", "proto"))
 	}
 	mark := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		return h(srv, markedStream{ss, context.WithValue(ss.Context(), zeroCopyKey{}, true)})
+		ctx := context.WithValue(ss.Context(), zeroCopyKey{}, true)
+		if sendconn {
+			ctx = context.WithValue(ctx, sendconnKey{}, true)
+		}
+		return h(srv, markedStream{ss, ctx})
 	}
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(sendCodec{proto: proto}),

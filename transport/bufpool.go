@@ -1,4 +1,4 @@
-package flightsvc
+package transport
 
 import (
 	"math/bits"
@@ -6,7 +6,7 @@ import (
 )
 
 // dirtyPool is the server's gRPC buffer pool (experimental.BufferPool in
-// TransportOptions): power-of-two tiers of sync.Pools, from 256 bytes to
+// ServerOptions): power-of-two tiers of sync.Pools, from 256 bytes to
 // 64 MiB, whose buffers are handed out as they were left.
 //
 // gRPC's default pool clears every buffer it hands out, and buffers above
