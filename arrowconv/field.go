@@ -15,12 +15,12 @@ package arrowconv
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/wire"
 )
@@ -40,10 +40,10 @@ var (
 	// ErrMismatch: an Arrow column does not fit the field (wrong type, a value
 	// that does not convert exactly, a null in a non-nullable field). The
 	// Flight layer reports it as InvalidArgument.
-	ErrMismatch = errors.New("column does not match the field")
+	ErrMismatch error = errkind.New(errkind.Internal, errkind.Fallback, "column does not match the field")
 	// ErrUnsupported: a datatype/cell_val_num combination with no Arrow
 	// mapping, or a big-endian host.
-	ErrUnsupported = errors.New("unsupported")
+	ErrUnsupported error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported")
 )
 
 // ErrCorrupt is returned (wrapped) when TileDB buffers are inconsistent:

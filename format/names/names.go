@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // ErrNotTimestamped is wrapped by Parse errors: the string is not a
 // timestamped name.
-var ErrNotTimestamped = errors.New("not a timestamped name")
+var ErrNotTimestamped error = errkind.New(errkind.Internal, errkind.Fallback, "not a timestamped name")
 
 // Form is the shape of a timestamped name. The numbering follows TileDB's
 // "name version".

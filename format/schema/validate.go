@@ -1,17 +1,17 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 )
 
 // ErrInvalid is wrapped by every Validate error.
-var ErrInvalid = errors.New("invalid array schema")
+var ErrInvalid error = errkind.New(errkind.Internal, errkind.Fallback, "invalid array schema")
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
