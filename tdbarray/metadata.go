@@ -63,3 +63,13 @@ func LoadMetadata(ctx context.Context, st storage.Store, dir string, start, end 
 	}
 	return arraymeta.NewSnapshot(files, vacuumed), nil
 }
+
+// MetadataJSON is Metadata as JSON values (arraymeta.JSONMap): what
+// get_metadata answers.
+func (a *Array) MetadataJSON(ctx context.Context) (map[string]any, error) {
+	snap, err := a.Metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return arraymeta.JSONMap(snap.Values)
+}
