@@ -40,9 +40,13 @@ var (
 	// ErrMismatch: an Arrow column does not fit the field (wrong type, a value
 	// that does not convert exactly, a null in a non-nullable field). The
 	// Flight layer reports it as InvalidArgument.
+	// Kind: Internal until a caller wraps it with the kind it knows
+	// (errkind.Fallback): whether the user or the stored data is at fault.
 	ErrMismatch error = errkind.New(errkind.Internal, errkind.Fallback, "column does not match the field")
 	// ErrUnsupported: a datatype/cell_val_num combination with no Arrow
 	// mapping, or a big-endian host.
+	// Kind: Internal until a caller wraps it with the kind it knows
+	// (errkind.Fallback): whether the user or the stored data is at fault.
 	ErrUnsupported error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported")
 )
 

@@ -30,6 +30,8 @@ var ErrChecksum error = errkind.New(errkind.DataLoss, errkind.Overrides, "checks
 
 // ErrUnsupported is wrapped when a pipeline cannot be built or run for the
 // given datatype (e.g. delta on floats, dictionary on fixed-size data).
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrUnsupported error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported")
 
 // MaxChunkSize is the chunk size TileDB uses for every chunked tile. The

@@ -24,6 +24,8 @@ var ErrNotFound = fs.ErrNotExist
 
 // ErrInvalidPath is returned (wrapped) for keys that are malformed or would
 // escape the store's root.
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrInvalidPath error = errkind.New(errkind.Internal, errkind.Fallback, "invalid storage path")
 
 // ErrUnavailable is returned (wrapped) when the store could not be reached

@@ -121,6 +121,8 @@ func EncodeV8(name string) string {
 
 // ErrBadEscape is wrapped when a version 8 file name holds an escape
 // TileDB never writes.
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrBadEscape error = errkind.New(errkind.Internal, errkind.Fallback, "invalid escape in data file name")
 
 // DecodeV8 reverses EncodeV8. Escape digits are matched case-sensitively

@@ -13,6 +13,8 @@ import (
 
 // ErrUnsupportedVersion is wrapped when a schema is newer than MaxVersion
 // (or older than format version 1).
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrUnsupportedVersion error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported array format version")
 
 // Version thresholds: the format version in which each field appeared.

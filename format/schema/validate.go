@@ -11,6 +11,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every Validate error.
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrInvalid error = errkind.New(errkind.Internal, errkind.Fallback, "invalid array schema")
 
 func invalid(format string, args ...any) error {

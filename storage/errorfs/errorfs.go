@@ -18,6 +18,8 @@ import (
 )
 
 // ErrInjected is wrapped by every error this package makes up.
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
 var ErrInjected error = errkind.New(errkind.Internal, errkind.Fallback, "injected storage fault")
 
 // Op is a kind of store operation. Ops are bits so a set of kinds is an
