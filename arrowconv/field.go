@@ -15,12 +15,12 @@ package arrowconv
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/wire"
 )
@@ -40,10 +40,14 @@ var (
 	// ErrMismatch: an Arrow column does not fit the field (wrong type, a value
 	// that does not convert exactly, a null in a non-nullable field). The
 	// Flight layer reports it as InvalidArgument.
-	ErrMismatch = errors.New("column does not match the field")
+	// Kind: Internal until a caller wraps it with the kind it knows
+	// (errkind.Fallback): whether the user or the stored data is at fault.
+	ErrMismatch error = errkind.New(errkind.Internal, errkind.Fallback, "column does not match the field")
 	// ErrUnsupported: a datatype/cell_val_num combination with no Arrow
 	// mapping, or a big-endian host.
-	ErrUnsupported = errors.New("unsupported")
+	// Kind: Internal until a caller wraps it with the kind it knows
+	// (errkind.Fallback): whether the user or the stored data is at fault.
+	ErrUnsupported error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported")
 )
 
 // ErrCorrupt is returned (wrapped) when TileDB buffers are inconsistent:

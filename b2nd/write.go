@@ -2,6 +2,7 @@ package b2nd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -330,4 +331,56 @@ func (a *Array) commit(ctx context.Context, newChunks map[int64][]byte, vl []fra
 		return fmt.Errorf("array %s: %w", a.Name, err)
 	}
 	return nil
+}
+
+// Drop deletes the array at name, a contiguous frame (one file) or a
+// sparse frame (a directory; its index goes first, so that a half-dropped
+// array no longer opens). It reports false, and deletes nothing, when
+// nothing is at name.
+func Drop(ctx context.Context, st storage.Store, name string) (bool, error) {
+	e, err := st.Stat(ctx, name)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if e.IsDir {
+		if err := st.Delete(ctx, name+"/"+IndexFile); err != nil {
+			return true, err
+		}
+		return true, st.DeletePrefix(ctx, name)
+	}
+	return true, st.Delete(ctx, name)
+}
+
+// ColToRowMajor reorders the items (of itemSize bytes) of the box lo..hi
+// (inclusive) from col-major (Fortran) order to C order, as Write takes
+// them.
+func ColToRowMajor(data []byte, lo, hi []int64, itemSize int) []byte {
+	is := itemSize
+	nd := len(lo)
+	ext := make([]int64, nd)
+	for d := range lo {
+		ext[d] = hi[d] - lo[d] + 1
+	}
+	out := make([]byte, len(data))
+	n := len(data) / is
+	x := make([]int64, nd)
+	for k := 0; k < n; k++ {
+		// k is the col-major index: x[0] varies fastest.
+		var r int64
+		for d := 0; d < nd; d++ {
+			r = r*ext[d] + x[d]
+		}
+		copy(out[int(r)*is:(int(r)+1)*is], data[k*is:(k+1)*is])
+		for d := 0; d < nd; d++ {
+			x[d]++
+			if x[d] < ext[d] {
+				break
+			}
+			x[d] = 0
+		}
+	}
+	return out
 }

@@ -2,6 +2,11 @@
 // one of these sentinels (fmt.Errorf("%w: ...", errkind.InvalidArgument))
 // and the Flight layer maps the kind to a gRPC status code; the message
 // keeps all the context added on the way up.
+//
+// A package that detects a condition callers match with errors.Is
+// declares its sentinel with New (sentinel.go), so that the sentinel
+// carries its kind and the Flight layer, calling Classify, needs no lower
+// package to map an error to a code.
 package errkind
 
 import (

@@ -18,6 +18,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters/stage"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
@@ -25,11 +26,13 @@ import (
 
 // ErrChecksum is wrapped by every error caused by a checksum filter that
 // found the data altered (the Flight layer maps it to DataLoss).
-var ErrChecksum = errors.New("checksum mismatch")
+var ErrChecksum error = errkind.New(errkind.DataLoss, errkind.Overrides, "checksum mismatch")
 
 // ErrUnsupported is wrapped when a pipeline cannot be built or run for the
 // given datatype (e.g. delta on floats, dictionary on fixed-size data).
-var ErrUnsupported = errors.New("unsupported")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrUnsupported error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported")
 
 // MaxChunkSize is the chunk size TileDB uses for every chunked tile. The
 // max chunk size stored in a pipeline is only consulted for zero, which

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/format/arraymeta"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
@@ -404,11 +403,7 @@ func (s *Service) actGetMetadata(ctx context.Context, body []byte) (any, error) 
 	if a.B2ND != nil {
 		return B2NDMetadata(a.B2ND)
 	}
-	snap, err := a.Metadata(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("array %q: %w", name, err)
-	}
-	m, err := arraymeta.JSONMap(snap.Values)
+	m, err := a.MetadataJSON(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, err)
 	}
@@ -448,22 +443,9 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 	if b.Metadata == nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "metadata": an object of key -> value`, name)
 	}
-	values := make(map[string]arraymeta.Value, len(b.Metadata))
-	for k, raw := range b.Metadata {
-		if k == "" || strings.ContainsRune(k, 0) {
-			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: metadata key %q: empty or holds a NUL byte", name, k)
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var x any
-		if err := dec.Decode(&x); err != nil {
-			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: metadata key %q: %v", name, k, err)
-		}
-		v, err := arraymeta.FromJSON(x)
-		if err != nil {
-			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: metadata key %q: %v (values are a string, a number, a boolean or a list of numbers)", name, k, err)
-		}
-		values[k] = v
+	values, err := writer.MetadataFromJSON(b.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("array %q: %w", name, err)
 	}
 	var t uint64
 	if b.Timestamp != nil {

@@ -9,9 +9,6 @@ import (
 
 	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/filters/codecs"
-	"github.com/tileflight/tileflight/format/gentile"
-	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
 	"github.com/tileflight/tileflight/storage"
@@ -209,26 +206,12 @@ func storageErr(err error) error {
 // FailedPrecondition before anything is touched; a schema that cannot be
 // read is left for the writer to report (or, for a drop, to ignore).
 func (s *Service) writeKey(ctx context.Context, name string) ([]byte, error) {
-	files, err := s.cfg.Store.List(ctx, name+"/"+names.SchemaDir)
-	if err != nil {
-		return nil, nil
-	}
-	file := name + "/" + names.LegacySchemaFile
-	for _, e := range files {
-		if !e.IsDir {
-			file = name + "/" + names.SchemaDir + "/" + e.Name
-			break
-		}
-	}
-	b, err := s.cfg.Store.Get(ctx, file) // schema files are small
-	if err != nil {
-		return nil, nil
-	}
-	if h, err := gentile.DecodeHeader(b); err != nil || h.EncryptionType == 0 {
+	file, encrypted := tdbarray.SchemaEncrypted(ctx, s.cfg.Store, name)
+	if !encrypted {
 		return nil, nil
 	}
 	if len(s.cfg.EncryptionKey) == 0 {
-		return nil, s.openErr(ctx, name, fmt.Errorf("schema %s: %w", file, gentile.ErrKeyRequired))
+		return nil, s.openErr(ctx, name, fmt.Errorf("schema %s: %w", file, tdbarray.ErrKeyRequired))
 	}
 	return s.cfg.EncryptionKey, nil
 }
@@ -238,10 +221,10 @@ func (s *Service) writeKey(ctx context.Context, name string) ([]byte, error) {
 // nothing wrong and only the operator can change it; so is a key that
 // fails to decrypt (codeOf).
 func (s *Service) openErr(ctx context.Context, name string, err error) error {
-	if errors.Is(err, gentile.ErrKeyRequired) {
+	if errors.Is(err, tdbarray.ErrKeyRequired) {
 		return errkind.Errorf(errkind.FailedPrecondition, "array %q is encrypted, and this flightd has no key to open it (-encryption-key-file): %s", name, err.Error())
 	}
-	if errors.Is(err, codecs.ErrDecrypt) {
+	if errors.Is(err, tdbarray.ErrDecrypt) {
 		return fmt.Errorf("array %q is encrypted, and this flightd's key does not open it (or the file was altered): %w", name, err)
 	}
 	if errkind.Of(err) == errkind.NotFound {

@@ -8,17 +8,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/filters"
-	"github.com/tileflight/tileflight/filters/codecs"
-	"github.com/tileflight/tileflight/format/wire"
-	"github.com/tileflight/tileflight/storage"
 )
 
 // toStatus maps an error from any layer to a gRPC status. Errors that
-// already are statuses pass through; errors of a kind (package errkind)
-// get that kind's code; a failed decryption is FailedPrecondition (see
-// codeOf), a filter we cannot run Unimplemented; corrupt or truncated on-disk data is DataLoss;
-// anything unclassified is Internal, because it is a bug to fix.
+// already are statuses pass through; a canceled or timed-out call keeps
+// that code; any other error gets the code of its kind as
+// errkind.Classify finds it: the lower packages' sentinels carry their
+// kinds (a failed decryption is FailedPrecondition, a filter we cannot run
+// Unimplemented, a checksum mismatch or corrupt or truncated on-disk data
+// DataLoss, an object store that kept failing Unavailable); anything
+// unclassified is Internal, because it is a bug to fix.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -36,47 +35,23 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	}
-	// Filter failures carry sentinels of their own packages. They are
-	// looked at before the kind because deeper layers wrap whatever they
-	// cannot classify as DataLoss, which would hide them.
-	switch {
-	case errors.Is(err, codecs.ErrDecrypt):
-		// AES-GCM cannot tell a wrong key from altered bytes, and the key
-		// is the daemon's (-encryption-key), not the client's: the call
-		// cannot succeed until the operator acts.
-		return codes.FailedPrecondition
-	case errors.Is(err, codecs.ErrUnimplemented):
-		return codes.Unimplemented
-	case errors.Is(err, filters.ErrChecksum), errors.Is(err, codecs.ErrChecksum):
-		return codes.DataLoss
+	if c, ok := kindCodes[errkind.Classify(err)]; ok {
+		return c
 	}
-	// An object store that stayed unreachable or kept failing after every
-	// retry: the call may succeed later, so the client may retry.
-	if errors.Is(err, storage.ErrUnavailable) {
-		return codes.Unavailable
-	}
-	switch errkind.Of(err) {
-	case errkind.InvalidArgument:
-		return codes.InvalidArgument
-	case errkind.NotFound:
-		return codes.NotFound
-	case errkind.AlreadyExists:
-		return codes.AlreadyExists
-	case errkind.PermissionDenied:
-		return codes.PermissionDenied
-	case errkind.Unauthenticated:
-		return codes.Unauthenticated
-	case errkind.ResourceExhausted:
-		return codes.ResourceExhausted
-	case errkind.DataLoss:
-		return codes.DataLoss
-	case errkind.Unimplemented:
-		return codes.Unimplemented
-	case errkind.FailedPrecondition:
-		return codes.FailedPrecondition
-	}
-	if errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrTruncated) {
-		return codes.DataLoss
-	}
-	return codes.Internal
+	return codes.Internal // no kind (or one this table does not know yet)
+}
+
+// kindCodes maps each kind to its gRPC code.
+var kindCodes = map[error]codes.Code{
+	errkind.InvalidArgument:    codes.InvalidArgument,
+	errkind.NotFound:           codes.NotFound,
+	errkind.AlreadyExists:      codes.AlreadyExists,
+	errkind.PermissionDenied:   codes.PermissionDenied,
+	errkind.Unauthenticated:    codes.Unauthenticated,
+	errkind.ResourceExhausted:  codes.ResourceExhausted,
+	errkind.DataLoss:           codes.DataLoss,
+	errkind.Unimplemented:      codes.Unimplemented,
+	errkind.FailedPrecondition: codes.FailedPrecondition,
+	errkind.Unavailable:        codes.Unavailable,
+	errkind.Internal:           codes.Internal,
 }

@@ -119,7 +119,7 @@ func view(t *testing.T, st storage.Store) string {
 		r.Close()
 		sb.WriteString("\n")
 	}
-	snap, err := arraymeta.Load(ctx, st, "a", 0, arraymeta.Latest)
+	snap, err := tdbarray.LoadMetadata(ctx, st, "a", 0, arraymeta.Latest, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestEncrypted(t *testing.T) {
 				}
 				rec.Release()
 			}
-			snap, err := arraymeta.LoadWith(ctx, st, "a", 0, arraymeta.Latest, gentileCodec(key))
+			snap, err := tdbarray.LoadMetadata(ctx, st, "a", 0, arraymeta.Latest, gentileCodec(key))
 			if err != nil {
 				t.Fatal(err)
 			}

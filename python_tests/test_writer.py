@@ -1,5 +1,5 @@
 """The writer proven against TileDB 2.30: fragments written by tileflight's
-writer (driven through internal/tfwrite) are read by the tiledb package with the
+writer (driven through cmd/tfwrite) are read by the tiledb package with the
 same cells, non-empty domain and aggregates as numpy computes, and their
 fragment metadata (tile offsets aside) equals what TileDB writes for the
 same cells. Also: schemas created from JSON, random writes against a model,
@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="session")
 def tfwrite(tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("bin") / "tfwrite")
-    subprocess.run(["go", "build", "-o", exe, "./internal/tfwrite"], cwd=ROOT, check=True)
+    subprocess.run(["go", "build", "-o", exe, "./cmd/tfwrite"], cwd=ROOT, check=True)
     return exe
 
 

@@ -1,5 +1,5 @@
 """Streaming writes, randomized writes and failed writes, judged by TileDB
-2.30: what tileflight's writer commits (driven through internal/tfwrite) is
+2.30: what tileflight's writer commits (driven through cmd/tfwrite) is
 exactly what the tiledb package reads back, equal to a model of the
 writes; a write failed at any store step leaves TileDB reading exactly
 the earlier data; duplicates in one tile read as TileDB's own (up to

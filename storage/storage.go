@@ -12,9 +12,10 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"time"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // ErrNotFound is returned (wrapped) when a key does not exist. It matches
@@ -23,12 +24,14 @@ var ErrNotFound = fs.ErrNotExist
 
 // ErrInvalidPath is returned (wrapped) for keys that are malformed or would
 // escape the store's root.
-var ErrInvalidPath = errors.New("invalid storage path")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrInvalidPath error = errkind.New(errkind.Internal, errkind.Fallback, "invalid storage path")
 
 // ErrUnavailable is returned (wrapped) when the store could not be reached
 // or kept failing (an object store's 5xx or throttling after every retry,
 // a timeout): the request may succeed later. gRPC: Unavailable.
-var ErrUnavailable = errors.New("storage unavailable")
+var ErrUnavailable error = errkind.New(errkind.Unavailable, errkind.Overrides, "storage unavailable")
 
 // Entry is one result of List.
 type Entry struct {

@@ -560,7 +560,7 @@ func peekFooterSchema(footer []byte) (uint32, string, bool) {
 
 // Metadata returns the array metadata at the array's timestamp range.
 func (a *Array) Metadata(ctx context.Context) (*arraymeta.Snapshot, error) {
-	snap, err := arraymeta.LoadWith(ctx, a.Store, a.Dir, a.Start, a.End, a.codec)
+	snap, err := LoadMetadata(ctx, a.Store, a.Dir, a.Start, a.End, a.codec)
 	if err != nil {
 		return nil, dataLoss(fmt.Errorf("array %s: metadata: %w", a.Dir, err))
 	}

@@ -11,10 +11,10 @@
 package codecs
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters/stage"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
@@ -33,15 +33,15 @@ type Options struct {
 // ErrChecksum is wrapped by every checksum verification failure. It wraps
 // wire.ErrCorrupt: a failed checksum is stored data that changed, and must
 // classify as data loss like any other corruption.
-var ErrChecksum = fmt.Errorf("checksum mismatch: %w", wire.ErrCorrupt)
+var ErrChecksum error = errkind.NewWrapping(errkind.DataLoss, errkind.Overrides, "checksum mismatch", wire.ErrCorrupt)
 
 // ErrDecrypt is wrapped when AES-256-GCM authentication fails: a wrong key
 // or corrupt data.
-var ErrDecrypt = errors.New("decryption failed (wrong key or corrupt data)")
+var ErrDecrypt error = errkind.New(errkind.FailedPrecondition, errkind.Overrides, "decryption failed (wrong key or corrupt data)")
 
 // ErrUnimplemented is wrapped when a filter direction is not supported
 // (WebP encoding: there is no well-kept pure-Go WebP encoder).
-var ErrUnimplemented = errors.New("not implemented")
+var ErrUnimplemented error = errkind.New(errkind.Unimplemented, errkind.Overrides, "not implemented")
 
 // IntoReverser is implemented by the stages whose reverse output size is
 // known from their metadata. ReverseInto unfilters into dst[:n] when

@@ -1,16 +1,11 @@
 package arraymeta
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"github.com/tileflight/tileflight/format/gentile"
 	"math"
 	"sort"
 	"strings"
 
 	"github.com/tileflight/tileflight/format/names"
-	"github.com/tileflight/tileflight/storage"
 )
 
 // File is one decoded metadata file and its name.
@@ -57,91 +52,70 @@ type Snapshot struct {
 // Latest opens at "now": every timestamp.
 const Latest = math.MaxUint64
 
-// Load reads the metadata of the array at arrayKey ("" for the store's
-// root) as TileDB does when the array is opened at [start, end]:
-//
-//   - files still being written (".tmp") are skipped;
-//   - a vacuum file whose timestamp range lies within [start, end] hides
-//     the metadata files it lists (which a consolidated file replaces);
-//   - of the rest, the files whose timestamp range lies within
-//     [start, end] are merged in timestamp order.
-//
-// A missing __meta directory is an empty map. Names TileDB would not
-// parse are ignored, as are directories.
-func Load(ctx context.Context, st storage.Store, arrayKey string, start, end uint64) (*Snapshot, error) {
-	return LoadWith(ctx, st, arrayKey, start, end, nil)
-}
-
-// LoadWith is Load for an encrypted array: u decodes its generic tiles.
-func LoadWith(ctx context.Context, st storage.Store, arrayKey string, start, end uint64, u gentile.Unfilterer) (*Snapshot, error) {
-	dir := storage.Join(arrayKey, names.MetaDir)
-	ents, err := st.List(ctx, dir)
-	if err != nil {
-		return nil, fmt.Errorf("array metadata: list %q: %w", dir, err)
-	}
-	var metas, vacs []names.Name
-	for _, e := range ents {
-		if e.IsDir {
-			continue
-		}
-		n, err := names.Parse(e.Name)
+// Listing sorts the entries of an array's __meta directory for opening
+// the array at [start, end], as TileDB does: files still being written
+// (".tmp"), names TileDB would not parse and directories (the caller
+// leaves those out) are ignored; every metadata file is kept in Metas (a
+// vacuum file may name any of them), and the vacuum files whose timestamp
+// range lies within [start, end] in Vacuums.
+func Listing(fileNames []string, start, end uint64) (metas, vacuums []names.Name) {
+	for _, name := range fileNames {
+		n, err := names.Parse(name)
 		if err != nil {
 			continue
 		}
-		lo, hi := n.Range()
-		inRange := lo >= start && hi <= end
 		switch n.Ext {
 		case names.ExtNone:
 			metas = append(metas, n)
 		case names.ExtVacuum:
-			if inRange {
-				vacs = append(vacs, n)
+			if inRange(n, start, end) {
+				vacuums = append(vacuums, n)
 			}
 		}
 	}
-	hidden := map[string]bool{}
-	for _, v := range vacs {
-		key := storage.Join(dir, v.String())
-		b, err := st.Get(ctx, key)
-		if err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				continue // vacuumed meanwhile
-			}
-			return nil, fmt.Errorf("array metadata: vacuum file %q: %w", key, err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if base, ok := vacuumedMetaName(line); ok {
-				hidden[base] = true
-			}
+	return metas, vacuums
+}
+
+// VacuumedNames returns the names of the metadata files a vacuum file's
+// contents list (to be hidden: a consolidated file replaces them).
+func VacuumedNames(vacuumFile []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(vacuumFile), "\n") {
+		if base, ok := vacuumedMetaName(line); ok {
+			out = append(out, base)
 		}
 	}
-	snap := &Snapshot{Values: map[string]Value{}}
-	var files []File
+	return out
+}
+
+// ToApply returns, of metas (from Listing), the files to read and merge
+// for [start, end]: those not hidden (by name) whose timestamp range
+// lies within [start, end]; and the hidden ones, for Snapshot.Vacuumed.
+func ToApply(metas []names.Name, hidden map[string]bool, start, end uint64) (apply, vacuumed []names.Name) {
 	for _, n := range metas {
 		if hidden[n.String()] {
-			snap.Vacuumed = append(snap.Vacuumed, n)
+			vacuumed = append(vacuumed, n)
 			continue
 		}
-		lo, hi := n.Range()
-		if lo < start || hi > end {
-			continue
+		if inRange(n, start, end) {
+			apply = append(apply, n)
 		}
-		key := storage.Join(dir, n.String())
-		b, err := st.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("array metadata: %q: %w", key, err)
-		}
-		es, err := DecodeFileWith(b, u)
-		if err != nil {
-			return nil, fmt.Errorf("array metadata: %q: %w", key, err)
-		}
-		files = append(files, File{Name: n, Entries: es})
 	}
-	snap.Values = Merge(files)
+	return apply, vacuumed
+}
+
+// NewSnapshot merges the decoded files (Merge) into a Snapshot.
+func NewSnapshot(files []File, vacuumed []names.Name) *Snapshot {
+	snap := &Snapshot{Values: Merge(files), Vacuumed: vacuumed}
 	for _, f := range files {
 		snap.Applied = append(snap.Applied, f.Name)
 	}
-	return snap, nil
+	return snap
+}
+
+func inRange(n names.Name, start, end uint64) bool {
+	lo, hi := n.Range()
+	return lo >= start && hi <= end
 }
 
 // vacuumedMetaName extracts the metadata file name from one line of a
@@ -159,21 +133,4 @@ func vacuumedMetaName(line string) (string, bool) {
 		line = line[i+1:]
 	}
 	return strings.TrimSuffix(line, "/"), line != ""
-}
-
-// Write stores entries as a new metadata file of the array at arrayKey,
-// stamped [t, t] (t = 0: now) and written in the given array format
-// version, and returns its name. With no entries it writes nothing, as
-// TileDB does, and returns the zero Name.
-func Write(ctx context.Context, st storage.Store, arrayKey string, entries []Entry, t uint64, version uint32) (names.Name, error) {
-	b, err := EncodeFile(entries, version)
-	if err != nil || b == nil {
-		return names.Name{}, err
-	}
-	n := names.New(t, t, 0)
-	key := storage.Join(arrayKey, names.MetaKey(n))
-	if err := st.Put(ctx, key, b); err != nil {
-		return names.Name{}, fmt.Errorf("array metadata: write %q: %w", key, err)
-	}
-	return n, nil
 }

@@ -160,4 +160,4 @@ const EncryptionAES256GCM = 1
 // ErrKeyRequired is wrapped when an encrypted tile is decoded without a
 // key. It is of kind FailedPrecondition: the file is fine, and the fix is
 // the operator's (configure the array's key), not the client's.
-var ErrKeyRequired = errkind.Errorf(errkind.FailedPrecondition, "the array is encrypted (AES-256-GCM) and no key was given")
+var ErrKeyRequired error = errkind.New(errkind.FailedPrecondition, errkind.Plain, "the array is encrypted (AES-256-GCM) and no key was given")

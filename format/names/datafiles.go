@@ -1,10 +1,11 @@
 package names
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // FileKind says which of a field's data files is meant.
@@ -120,7 +121,9 @@ func EncodeV8(name string) string {
 
 // ErrBadEscape is wrapped when a version 8 file name holds an escape
 // TileDB never writes.
-var ErrBadEscape = errors.New("invalid escape in data file name")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrBadEscape error = errkind.New(errkind.Internal, errkind.Fallback, "invalid escape in data file name")
 
 // DecodeV8 reverses EncodeV8. Escape digits are matched case-sensitively
 // (upper-case hex), as TileDB writes them.

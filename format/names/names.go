@@ -11,11 +11,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // ErrNotTimestamped is wrapped by Parse errors: the string is not a
 // timestamped name.
-var ErrNotTimestamped = errors.New("not a timestamped name")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrNotTimestamped error = errkind.New(errkind.Internal, errkind.Fallback, "not a timestamped name")
 
 // Form is the shape of a timestamped name. The numbering follows TileDB's
 // "name version".

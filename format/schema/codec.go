@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/pipeline"
@@ -12,7 +13,9 @@ import (
 
 // ErrUnsupportedVersion is wrapped when a schema is newer than MaxVersion
 // (or older than format version 1).
-var ErrUnsupportedVersion = errors.New("unsupported array format version")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrUnsupportedVersion error = errkind.New(errkind.Internal, errkind.Fallback, "unsupported array format version")
 
 // Version thresholds: the format version in which each field appeared.
 const (

@@ -1,17 +1,19 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/pipeline"
 )
 
 // ErrInvalid is wrapped by every Validate error.
-var ErrInvalid = errors.New("invalid array schema")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrInvalid error = errkind.New(errkind.Internal, errkind.Fallback, "invalid array schema")
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

@@ -9,16 +9,17 @@ package wire
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // ErrTruncated is wrapped by every error caused by reading past the end.
-var ErrTruncated = errors.New("truncated")
+var ErrTruncated error = errkind.New(errkind.DataLoss, errkind.Fallback, "truncated")
 
 // ErrCorrupt is wrapped by errors caused by values that cannot be valid.
-var ErrCorrupt = errors.New("corrupt")
+var ErrCorrupt error = errkind.New(errkind.DataLoss, errkind.Fallback, "corrupt")
 
 // Reader decodes little-endian values from a byte slice. The first failure
 // is sticky: later reads return zero values and Err reports the first error,

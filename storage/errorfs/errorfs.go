@@ -13,11 +13,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/storage"
 )
 
 // ErrInjected is wrapped by every error this package makes up.
-var ErrInjected = errors.New("injected storage fault")
+// Kind: Internal until a caller wraps it with the kind it knows
+// (errkind.Fallback): whether the user or the stored data is at fault.
+var ErrInjected error = errkind.New(errkind.Internal, errkind.Fallback, "injected storage fault")
 
 // Op is a kind of store operation. Ops are bits so a set of kinds is an
 // Op too (OpPut|OpDelete).
