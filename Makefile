@@ -49,7 +49,7 @@ vet:
 
 # The packages whose goroutines share memory: their tests also run under
 # the race detector in every `make test`.
-RACE_PKGS ?= ./internal/sendconn/... ./internal/idletrim/... ./internal/bufpool/... ./flightsvc/... ./reader/... ./storage/... ./lifecycle/...
+RACE_PKGS ?= ./transport/... ./internal/idletrim/... ./internal/bufpool/... ./calls/... ./access/... ./mux/... ./flightsvc/... ./reader/... ./storage/... ./lifecycle/...
 
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
