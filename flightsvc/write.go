@@ -19,7 +19,6 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/storage"
@@ -138,9 +137,6 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 		}
 	} else if len(q.Subarray) > 0 || q.Layout != query.LayoutDefault {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to sparse array %q: cells carry their coordinates; drop \"subarray\" and \"layout\" from the descriptor", q.Array)
-	}
-	if err := checkWritable(q.Array, sch); err != nil {
-		return nil, err
 	}
 
 	// An encrypted array was opened with the daemon's key (a daemon
@@ -437,29 +433,4 @@ func newDenseWriter(ctx context.Context, st storage.Store, name string, s *schem
 		layout = schema.ColMajor
 	}
 	return writer.NewDenseWriter(ctx, st, name, s, sub, layout, opt)
-}
-
-// checkWritable refuses, before any row is read, arrays whose filters we
-// can decode but not encode: without it the refusal would come only when
-// the first fragment is cut, after a fragment's worth of stream.
-func checkWritable(name string, s *schema.ArraySchema) error {
-	check := func(role, field string, p pipeline.Pipeline) error {
-		if p.Has(pipeline.WebP) {
-			return errkind.Errorf(errkind.Unimplemented, "DoPut to %q: %s %q has a webp filter: WebP tiles are read but cannot be written (no pure-Go WebP encoder)", name, role, field)
-		}
-		return nil
-	}
-	for _, at := range s.Attributes {
-		if err := check("attribute", at.Name, at.Filters); err != nil {
-			return err
-		}
-	}
-	if !s.IsDense() {
-		for _, d := range s.Dimensions {
-			if err := check("dimension", d.Name, d.Filters); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -33,6 +33,11 @@ STRUCTURES = [
     ("every filter, both directions, pipelines, chunking, var-size rules", "filters, filters/codecs",
      "268 TileDB-written single-tile arrays: unfilter = TileDB's cells; filter = TileDB's bytes where deterministic; "
      "one fuzz target per unfilter"),
+    ("WebP encoding (uint8 RGB/BGR/RGBA/BGRA tiles; lossless, and lossy VP8 at the filter's quality) through DoPut",
+     "filters/codecs, python_tests/test_writer_webp.py",
+     "TestGolden: our encoding of TileDB's 8 WebP tiles decodes to the input (lossless) or with a PSNR within 0.5 dB "
+     "of TileDB's encoding; FuzzForwardWebP; DoPut of each format, lossless, quality 80 and 30: TileDB reads exactly "
+     "our pixels (lossless) or with a PSNR within 0.5 dB of its own write of the same image (lossy)"),
     ("an array as TileDB opens it: schema, visible fragments, metadata", "tdbarray",
      "TestConformance over the matrix below (schema, fragments with timestamps/version/cells/non-empty domain, metadata)"),
     ("every tile of every fragment loads", "reader/tileio", "TestLoadEveryTile over the matrix below"),

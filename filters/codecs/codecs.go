@@ -39,8 +39,7 @@ var ErrChecksum = fmt.Errorf("checksum mismatch: %w", wire.ErrCorrupt)
 // or corrupt data.
 var ErrDecrypt = errors.New("decryption failed (wrong key or corrupt data)")
 
-// ErrUnimplemented is wrapped when a filter direction is not supported
-// (WebP encoding: there is no well-kept pure-Go WebP encoder).
+// ErrUnimplemented is wrapped when a filter direction is not supported.
 var ErrUnimplemented = errors.New("not implemented")
 
 // IntoReverser is implemented by the stages whose reverse output size is
