@@ -145,3 +145,24 @@ def test_dense_v1_3_0_refused_like_tiledb(legacy):
         assert "__array_schema.tdb" in msg, msg
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("file,size", [("__coords.tdb", 40), ("__fragment_metadata.tdb", 100), ("a.tdb", 30),
+                                       ("__coords.tdb", 0)])
+def test_truncated_v1_fragment_is_data_loss_naming_the_file(flightd_bin, tmp_path, file, size):
+    """A v1 fragment with one file cut short: DataLoss naming that file,
+    and the daemon keeps serving."""
+    data = tmp_path / "data"
+    shutil.copytree(os.path.join(LEGACY, V1), data / "cut")
+    shutil.copytree(os.path.join(LEGACY, V1), data / "whole")
+    frag = [e for e in os.listdir(data / "cut") if e.startswith("__") and os.path.isdir(data / "cut" / e)][0]
+    os.truncate(data / "cut" / frag / file, size)
+    d = Daemon(flightd_bin, data)
+    try:
+        c = d.client()
+        msg = expect_code("DATA_LOSS", read, c, array="cut", layout="row-major")
+        assert file in msg and frag in msg, msg
+        assert read(c, array="whole").num_rows == 4
+        c.close()
+    finally:
+        d.stop()

@@ -15,6 +15,7 @@ import (
 	"path"
 	"sort"
 	"sync"
+	"strings"
 	"time"
 
 	"github.com/tileflight/tileflight/b2nd"
@@ -518,6 +519,10 @@ func (a *Array) openFragment(ctx context.Context, cf commits.Fragment, cons *con
 	}
 	f.Meta, err = fragmeta.Open(read, size, f.Layout, version, opt)
 	if err != nil {
+		if !strings.Contains(err.Error(), names.FragmentMetadataFile) {
+			// Name the file a damaged fragment's operator has to look at.
+			err = fmt.Errorf("%s: %w", names.FragmentMetadataFile, err)
+		}
 		return nil, err
 	}
 	return f, nil
