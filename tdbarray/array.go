@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tileflight/tileflight/b2nd"
