@@ -10,8 +10,9 @@
 //
 // Arrays: v2_sparse (two int64 dimensions, coordinates under zstd, an
 // int32 attribute under zstd, a var-size string attribute under gzip,
-// tiles of 3 cells). The values are fixed; OUTDIR/<array>.json lists the
-// cells written.
+// tiles of 3 cells) and v2_dense (the same attributes over a 4 x 6 int64
+// domain in 2 x 3 space tiles, written whole). The values are fixed;
+// OUTDIR/<array>.json lists the cells written.
 package main
 
 import (
@@ -38,6 +39,10 @@ func main() {
 		os.Exit(2)
 	}
 	if err := sparse(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "legacygen:", err)
+		os.Exit(1)
+	}
+	if err := dense(os.Args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "legacygen:", err)
 		os.Exit(1)
 	}
@@ -213,6 +218,130 @@ func sparse(out string) error {
 	list(sVarSizes)
 	w.Uint64(uint64(len(cells) - (len(mbrs)-1)*capacity)) // last tile cell num
 	for _, n := range []int{len(aFile), len(sFile), len(cFile), 0, len(sVarFile)} {
+		w.Uint64(uint64(n))
+	}
+	mb, err := gentile.Encode(w.Bytes(), version, nil)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(cells, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+}
+
+// dense writes v2_dense: a 4 x 6 domain ([1, 4] x [1, 6]) in space tiles of
+// 2 x 3 cells, tile and cell order row-major, every cell written; cell
+// (r, c) holds a = 10r + c and s = a string of r + c - 2 letters.
+func dense(out string) error {
+	const name = "v2_dense"
+	dir := filepath.Join(out, name)
+	s := &schema.ArraySchema{
+		Version: version, Type: schema.Dense, TileOrder: schema.RowMajor, CellOrder: schema.RowMajor,
+		Capacity: 10000, CoordsFilters: pipe(zstd()), OffsetsFilters: pipe(zstd()), ValidityFilters: pipe(),
+		Dimensions: []schema.Dimension{
+			{Name: "r", Type: datatype.Int64, CellValNum: 1, Domain: append(i64(1), i64(4)...), TileExtent: i64(2)},
+			{Name: "c", Type: datatype.Int64, CellValNum: 1, Domain: append(i64(1), i64(6)...), TileExtent: i64(3)},
+		},
+		Attributes: []schema.Attribute{
+			{Name: "a", Type: datatype.Int32, CellValNum: 1, Filters: pipe(zstd()), FillValue: schema.DefaultFill(datatype.Int32, 1)},
+			{Name: "s", Type: datatype.StringASCII, CellValNum: schema.VarNum, Filters: pipe(gzip()), FillValue: schema.DefaultFill(datatype.StringASCII, schema.VarNum)},
+		},
+		Name: names.LegacySchemaFile,
+	}
+	frag := filepath.Join(dir, "__fedcba9876543210fedcba9876543210_1000")
+	if err := os.MkdirAll(frag, 0o755); err != nil {
+		return err
+	}
+	sb, err := schema.EncodeFile(s)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, names.LegacySchemaFile), sb, 0o644); err != nil {
+		return err
+	}
+	opt := filters.Options{}
+	aP, err := filters.New(s.Attributes[0].Filters, datatype.Int32, 1, version, opt)
+	if err != nil {
+		return err
+	}
+	sP, err := filters.New(s.Attributes[1].Filters, datatype.StringASCII, schema.VarNum, version, opt)
+	if err != nil {
+		return err
+	}
+	offOpt := opt
+	offOpt.IsOffsets = true
+	offP, err := filters.New(s.OffsetsFilters, datatype.Uint64, 1, version, offOpt)
+	if err != nil {
+		return err
+	}
+	var aFile, sFile, sVarFile []byte
+	var aOffs, sOffs, sVarOffs, sVarSizes []uint64
+	var cells []cell
+	for tr := int64(0); tr < 2; tr++ {
+		for tc := int64(0); tc < 2; tc++ {
+			var a, vals []byte
+			var offs []uint64
+			for r := 1 + 2*tr; r <= 2+2*tr; r++ {
+				for c := 1 + 3*tc; c <= 3+3*tc; c++ {
+					v := cell{D1: r, D2: c, A: int32(10*r + c), S: "abcdefghij"[:r+c-2]}
+					cells = append(cells, v)
+					a = binary.LittleEndian.AppendUint32(a, uint32(v.A))
+					offs = append(offs, uint64(len(vals)))
+					vals = append(vals, v.S...)
+				}
+			}
+			fa, err := aP.FilterTile(a)
+			if err != nil {
+				return fmt.Errorf("a: %w", err)
+			}
+			aOffs, aFile = append(aOffs, uint64(len(aFile))), append(aFile, fa...)
+			fo, fv, err := sP.FilterVarTile(offP, offs, vals)
+			if err != nil {
+				return fmt.Errorf("s: %w", err)
+			}
+			sOffs, sFile = append(sOffs, uint64(len(sFile))), append(sFile, fo...)
+			sVarOffs, sVarFile = append(sVarOffs, uint64(len(sVarFile))), append(sVarFile, fv...)
+			sVarSizes = append(sVarSizes, uint64(len(vals)))
+		}
+	}
+	files := map[string][]byte{
+		names.AttrFile(version, 0, "a", names.Fixed): aFile,
+		names.AttrFile(version, 1, "s", names.Fixed): sFile,
+		names.AttrFile(version, 1, "s", names.Var):   sVarFile,
+	}
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(frag, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	w := wire.NewWriter(nil)
+	w.Uint32(version)
+	w.Uint64(32)
+	for _, v := range []int64{1, 4, 1, 6} {
+		w.Int64(v)
+	}
+	w.Uint64(0) // no MBRs: dense
+	w.Uint64(0) // no bounding coordinates
+	list := func(l []uint64) {
+		w.Uint64(uint64(len(l)))
+		for _, x := range l {
+			w.Uint64(x)
+		}
+	}
+	list(aOffs)
+	list(sOffs)
+	list(nil) // no coordinates
+	list(nil)
+	list(sVarOffs)
+	list(nil)
+	list(sVarSizes)
+	w.Uint64(6) // last tile cell num: a full space tile
+	for _, n := range []int{len(aFile), len(sFile), 0, 0, len(sVarFile)} {
 		w.Uint64(uint64(n))
 	}
 	mb, err := gentile.Encode(w.Bytes(), version, nil)
