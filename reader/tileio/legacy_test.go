@@ -2,11 +2,18 @@ package tileio
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tileflight/tileflight/format/wire"
+	"github.com/tileflight/tileflight/internal/legacygen"
+	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/tdbarray"
 )
 
 // coordsTile lays out the coordinates of cells (one row of d values per
@@ -123,4 +130,90 @@ func FuzzZippedCoords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadSyntheticV2 loads every tile of the synthetic format v2 arrays
+// (internal/legacygen; TileDB 2.30 reads the same cells from them, see
+// python_tests/test_legacy_synthetic.py) and requires the cells written:
+// coordinates split out of the zstd __coords.tdb, the zstd int32 attribute
+// and the gzip var-size strings, sparse and dense.
+func TestLoadSyntheticV2(t *testing.T) {
+	dir := t.TempDir()
+	if err := legacygen.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		array  string
+		fields [2]string // the dimensions
+		sparse bool
+	}{{"v2_sparse", [2]string{"d1", "d2"}, true}, {"v2_dense", [2]string{"r", "c"}, false}} {
+		t.Run(c.array, func(t *testing.T) {
+			var want []legacygen.Cell
+			b, err := os.ReadFile(filepath.Join(dir, c.array+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			a, err := tdbarray.Open(context.Background(), st, c.array, tdbarray.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Fragments) != 1 || a.Fragments[0].Meta.Footer().Version != 2 {
+				t.Fatalf("want one v2 fragment, have %d", len(a.Fragments))
+			}
+			f := a.Fragments[0]
+			l := NewLoader(a, Options{MemoryBudget: 1 << 20})
+			n, err := f.Meta.TileNum()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []legacygen.Cell
+			for ti := range n {
+				load := func(name string) *Tile {
+					tile, err := l.Load(context.Background(), f, name, ti)
+					if err != nil {
+						t.Fatalf("%s tile %d: %v", name, ti, err)
+					}
+					t.Cleanup(tile.Release)
+					return tile
+				}
+				at, st := load("a"), load("s")
+				var d1, d2 *Tile
+				if c.sparse {
+					d1, d2 = load(c.fields[0]), load(c.fields[1])
+				}
+				for i := range int(at.Cells) {
+					cell := legacygen.Cell{A: int32(binary.LittleEndian.Uint32(at.Data[4*i:]))}
+					end := uint64(len(st.Data))
+					if i+1 < int(st.Cells) {
+						end = st.Offset(i + 1)
+					}
+					cell.S = string(st.Data[st.Offset(i):end])
+					if c.sparse {
+						cell.D1 = int64(binary.LittleEndian.Uint64(d1.Data[8*i:]))
+						cell.D2 = int64(binary.LittleEndian.Uint64(d2.Data[8*i:]))
+					}
+					got = append(got, cell)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d cells, want %d", len(got), len(want))
+			}
+			for i := range want {
+				w := want[i]
+				if !c.sparse { // dense tiles carry no coordinates
+					w.D1, w.D2 = 0, 0
+				}
+				if got[i] != w {
+					t.Errorf("cell %d: %+v, want %+v", i, got[i], w)
+				}
+			}
+		})
+	}
 }

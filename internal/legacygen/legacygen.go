@@ -1,4 +1,4 @@
-// Command legacygen writes synthetic TileDB arrays whose schema and
+// Package legacygen writes synthetic TileDB arrays whose schema and
 // fragment are in format version 2 (TileDB 1.x), built from the format
 // specification: the schema file __array_schema.tdb, one fragment directory
 // __<uuid>_<timestamp> in the array root holding the legacy fragment
@@ -6,14 +6,14 @@
 // file per attribute named after it. TileDB 2.30 still reads such arrays;
 // python_tests/test_legacy_synthetic.py compares its reads with ours.
 //
-//	go run ./internal/legacygen OUTDIR
+//	go run ./internal/legacygen/cmd OUTDIR
 //
 // Arrays: v2_sparse (two int64 dimensions, coordinates under zstd, an
 // int32 attribute under zstd, a var-size string attribute under gzip,
 // tiles of 3 cells) and v2_dense (the same attributes over a 4 x 6 int64
 // domain in 2 x 3 space tiles, written whole). The values are fixed;
 // OUTDIR/<array>.json lists the cells written.
-package main
+package legacygen
 
 import (
 	"encoding/binary"
@@ -33,19 +33,16 @@ import (
 
 const version = 2
 
-func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: legacygen OUTDIR")
-		os.Exit(2)
+// Write writes every synthetic array into out, with out/<array>.json
+// listing the cells written.
+func Write(out string) error {
+	if err := sparse(out); err != nil {
+		return fmt.Errorf("v2_sparse: %w", err)
 	}
-	if err := sparse(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "legacygen:", err)
-		os.Exit(1)
+	if err := dense(out); err != nil {
+		return fmt.Errorf("v2_dense: %w", err)
 	}
-	if err := dense(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "legacygen:", err)
-		os.Exit(1)
-	}
+	return nil
 }
 
 func i64(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
@@ -62,7 +59,8 @@ func gzip() pipeline.Filter {
 	return pipeline.Filter{Type: pipeline.Gzip, Compressor: pipeline.CompGzip, Level: 6, Reinterpret: datatype.Any}
 }
 
-type cell struct {
+// Cell is one cell written: its coordinates (d1, d2 or r, c) and values.
+type Cell struct {
 	D1, D2 int64
 	A      int32
 	S      string
@@ -73,7 +71,7 @@ type cell struct {
 func sparse(out string) error {
 	const name = "v2_sparse"
 	dir := filepath.Join(out, name)
-	cells := []cell{
+	cells := []Cell{
 		{1, 1, 10, "a"}, {1, 7, 11, ""}, {2, 3, 12, "tile"},
 		{4, 4, -13, "flight"}, {4, 900, 14, "zz"}, {7, 2, 15, "legacy v2"},
 		{999, 0, 2147483647, "x"},
@@ -281,14 +279,14 @@ func dense(out string) error {
 	}
 	var aFile, sFile, sVarFile []byte
 	var aOffs, sOffs, sVarOffs, sVarSizes []uint64
-	var cells []cell
+	var cells []Cell
 	for tr := int64(0); tr < 2; tr++ {
 		for tc := int64(0); tc < 2; tc++ {
 			var a, vals []byte
 			var offs []uint64
 			for r := 1 + 2*tr; r <= 2+2*tr; r++ {
 				for c := 1 + 3*tc; c <= 3+3*tc; c++ {
-					v := cell{D1: r, D2: c, A: int32(10*r + c), S: "abcdefghij"[:r+c-2]}
+					v := Cell{D1: r, D2: c, A: int32(10*r + c), S: "abcdefghij"[:r+c-2]}
 					cells = append(cells, v)
 					a = binary.LittleEndian.AppendUint32(a, uint32(v.A))
 					offs = append(offs, uint64(len(vals)))
