@@ -179,3 +179,26 @@ def test_synthetic_v2_dense_consolidated_read_by_tiledb(synth):
     frags = list(tiledb.FragmentInfoList(dst))
     assert [f.version for f in frags] == [22], [(f.uri, f.version) for f in frags]
     assert dense_tiledb(dst) == want
+
+
+def test_doput_into_v2_array_read_by_tiledb(synth):
+    """Our writer's v22 fragment in a v2 array (dimension tiles unfiltered,
+    as TileDB writes them there): TileDB reads it merged with the v2 one."""
+    import pyarrow as pa
+    from flightd_fixture import cmd, put
+    dst = os.path.join(synth.data, "put_v2")
+    shutil.copytree(os.path.join(synth.data, "v2_sparse"), dst)
+    before = {(r[0], r[1]): r for r in rows(tiledb_cells(dst))}
+    c = synth.client()
+    try:
+        res = put(c, cmd(array="put_v2"), pa.table({
+            "d1": pa.array([2, 600], pa.int64()), "d2": pa.array([3, 601], pa.int64()),
+            "a": pa.array([-7, 600], pa.int32()), "s": pa.array(["put", "new one"])}))
+        assert res["rows"] == 2, res
+        got_ours = sorted(rows(ours(c, array="put_v2")))
+    finally:
+        c.close()
+    before[(2, 3)] = (2, 3, -7, "put")
+    before[(600, 601)] = (600, 601, 600, "new one")
+    assert sorted(rows(tiledb_cells(dst))) == sorted(before.values())
+    assert got_ours == sorted(before.values())
