@@ -36,8 +36,8 @@ STRUCTURES = [
     ("fragments of format v1-4 (TileDB 1.x): coordinates zipped in __coords.tdb (v1 cell by cell, v2-4 and "
      "compressed v1 dimension by dimension), legacy fragment metadata, in every query path",
      "reader/tileio, python_tests/test_legacy_*.py",
-     "TestZippedCoordsColumn, FuzzZippedCoords, TestLoadSyntheticV2; synthetic v2 arrays built from the spec "
-     "(internal/legacygen: sparse with zstd coordinates, dense, zstd int32 and gzip var-size string attributes) "
+     "TestZippedCoordsColumn, FuzzZippedCoords, TestLoadSyntheticV2; synthetic v1 and v2 arrays built from the spec "
+     "(internal/legacygen: sparse with plain v1 and zstd v2 coordinates, dense, zstd int32 and gzip var-size string attributes) "
      "and TileDB's sparse v1 input array (local only, see below): reads in every layout, subarrays, conditions, "
      "aggregates, a merge with a v22 fragment TileDB wrote, and our consolidation of both (TileDB reads it) equal "
      "TileDB's; truncated files are DataLoss naming the file"),

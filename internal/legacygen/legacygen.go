@@ -1,5 +1,5 @@
 // Package legacygen writes synthetic TileDB arrays whose schema and
-// fragment are in format version 2 (TileDB 1.x), built from the format
+// fragment are in format version 1 or 2 (TileDB 1.x), built from the format
 // specification: the schema file __array_schema.tdb, one fragment directory
 // __<uuid>_<timestamp> in the array root holding the legacy fragment
 // metadata (one generic tile), the zipped coordinates __coords.tdb and one
@@ -10,7 +10,8 @@
 //
 // Arrays: v2_sparse (two int64 dimensions, coordinates under zstd, an
 // int32 attribute under zstd, a var-size string attribute under gzip,
-// tiles of 3 cells) and v2_dense (the same attributes over a 4 x 6 int64
+// tiles of 3 cells), v1_sparse (the same in format v1, coordinates
+// unfiltered and so stored cell by cell) and v2_dense (the same attributes over a 4 x 6 int64
 // domain in 2 x 3 space tiles, written whole). The values are fixed;
 // OUTDIR/<array>.json lists the cells written.
 package legacygen
@@ -31,13 +32,15 @@ import (
 	"github.com/tileflight/tileflight/format/wire"
 )
 
-const version = 2
 
 // Write writes every synthetic array into out, with out/<array>.json
 // listing the cells written.
 func Write(out string) error {
-	if err := sparse(out); err != nil {
+	if err := sparse(out, "v2_sparse", 2, false, pipe(zstd())); err != nil {
 		return fmt.Errorf("v2_sparse: %w", err)
+	}
+	if err := sparse(out, "v1_sparse", 1, true, pipe()); err != nil {
+		return fmt.Errorf("v1_sparse: %w", err)
 	}
 	if err := dense(out); err != nil {
 		return fmt.Errorf("v2_dense: %w", err)
@@ -66,10 +69,11 @@ type Cell struct {
 	S      string
 }
 
-// sparse writes v2_sparse: cells in row-major order of (d1, d2), the
-// array's cell order, in tiles of three cells.
-func sparse(out string) error {
-	const name = "v2_sparse"
+// sparse writes a sparse array: cells in row-major order of (d1, d2), the
+// array's cell order, in tiles of three cells. zipped lays each tile's
+// coordinates out cell by cell, as format v1 did without a compressor on
+// them; otherwise they go dimension by dimension.
+func sparse(out, name string, version uint32, zipped bool, coordsFilters pipeline.Pipeline) error {
 	dir := filepath.Join(out, name)
 	cells := []Cell{
 		{1, 1, 10, "a"}, {1, 7, 11, ""}, {2, 3, 12, "tile"},
@@ -79,7 +83,7 @@ func sparse(out string) error {
 	const capacity = 3
 	s := &schema.ArraySchema{
 		Version: version, Type: schema.Sparse, TileOrder: schema.RowMajor, CellOrder: schema.RowMajor,
-		Capacity: capacity, CoordsFilters: pipe(zstd()), OffsetsFilters: pipe(zstd()), ValidityFilters: pipe(),
+		Capacity: capacity, CoordsFilters: coordsFilters, OffsetsFilters: pipe(zstd()), ValidityFilters: pipe(),
 		Dimensions: []schema.Dimension{
 			{Name: "d1", Type: datatype.Int64, CellValNum: 1, Domain: append(i64(0), i64(999)...), TileExtent: i64(100)},
 			{Name: "d2", Type: datatype.Int64, CellValNum: 1, Domain: append(i64(0), i64(999)...), TileExtent: i64(100)},
@@ -130,12 +134,18 @@ func sparse(out string) error {
 		tile := cells[lo:min(lo+capacity, len(cells))]
 		var coords, a, vals []byte
 		var offs []uint64
-		// Coordinates dimension by dimension (format v2 on).
-		for _, c := range tile {
-			coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D1))
-		}
-		for _, c := range tile {
-			coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D2))
+		if zipped {
+			for _, c := range tile {
+				coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D1))
+				coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D2))
+			}
+		} else {
+			for _, c := range tile {
+				coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D1))
+			}
+			for _, c := range tile {
+				coords = binary.LittleEndian.AppendUint64(coords, uint64(c.D2))
+			}
 		}
 		mbr := []int64{tile[0].D1, tile[0].D1, tile[0].D2, tile[0].D2}
 		for _, c := range tile {
@@ -236,7 +246,7 @@ func sparse(out string) error {
 // 2 x 3 cells, tile and cell order row-major, every cell written; cell
 // (r, c) holds a = 10r + c and s = a string of r + c - 2 letters.
 func dense(out string) error {
-	const name = "v2_dense"
+	const name, version = "v2_dense", 2
 	dir := filepath.Join(out, name)
 	s := &schema.ArraySchema{
 		Version: version, Type: schema.Dense, TileOrder: schema.RowMajor, CellOrder: schema.RowMajor,

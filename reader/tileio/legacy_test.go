@@ -132,10 +132,11 @@ func FuzzZippedCoords(f *testing.F) {
 	})
 }
 
-// TestLoadSyntheticV2 loads every tile of the synthetic format v2 arrays
+// TestLoadSyntheticV2 loads every tile of the synthetic format v1/v2 arrays
 // (internal/legacygen; TileDB 2.30 reads the same cells from them, see
 // python_tests/test_legacy_synthetic.py) and requires the cells written:
-// coordinates split out of the zstd __coords.tdb, the zstd int32 attribute
+// coordinates split out of __coords.tdb (zstd and stored dimension by
+// dimension in v2, plain and cell by cell in v1), the zstd int32 attribute
 // and the gzip var-size strings, sparse and dense.
 func TestLoadSyntheticV2(t *testing.T) {
 	dir := t.TempDir()
@@ -147,10 +148,11 @@ func TestLoadSyntheticV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		array  string
-		fields [2]string // the dimensions
-		sparse bool
-	}{{"v2_sparse", [2]string{"d1", "d2"}, true}, {"v2_dense", [2]string{"r", "c"}, false}} {
+		array   string
+		fields  [2]string // the dimensions
+		sparse  bool
+		version uint32
+	}{{"v2_sparse", [2]string{"d1", "d2"}, true, 2}, {"v1_sparse", [2]string{"d1", "d2"}, true, 1}, {"v2_dense", [2]string{"r", "c"}, false, 2}} {
 		t.Run(c.array, func(t *testing.T) {
 			var want []legacygen.Cell
 			b, err := os.ReadFile(filepath.Join(dir, c.array+".json"))
@@ -164,8 +166,8 @@ func TestLoadSyntheticV2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(a.Fragments) != 1 || a.Fragments[0].Meta.Footer().Version != 2 {
-				t.Fatalf("want one v2 fragment, have %d", len(a.Fragments))
+			if len(a.Fragments) != 1 || a.Fragments[0].Meta.Footer().Version != c.version {
+				t.Fatalf("want one v%d fragment, have %d", c.version, len(a.Fragments))
 			}
 			f := a.Fragments[0]
 			l := NewLoader(a, Options{MemoryBudget: 1 << 20})
