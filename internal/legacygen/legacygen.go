@@ -32,7 +32,6 @@ import (
 	"github.com/tileflight/tileflight/format/wire"
 )
 
-
 // Write writes every synthetic array into out, with out/<array>.json
 // listing the cells written.
 func Write(out string) error {
