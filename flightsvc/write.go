@@ -135,9 +135,6 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	} else if len(q.Subarray) > 0 || q.Layout != query.LayoutDefault {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to sparse array %q: cells carry their coordinates; drop \"subarray\" and \"layout\" from the descriptor", q.Array)
 	}
-	if err := writer.CheckWritable(sch); err != nil {
-		return nil, fmt.Errorf("DoPut to %q: %w", q.Array, err)
-	}
 
 	// An encrypted array was opened with the daemon's key (a daemon
 	// without one was refused above): its fragments are sealed with it.

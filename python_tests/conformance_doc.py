@@ -33,6 +33,19 @@ STRUCTURES = [
     ("every filter, both directions, pipelines, chunking, var-size rules", "filters, filters/codecs",
      "268 TileDB-written single-tile arrays: unfilter = TileDB's cells; filter = TileDB's bytes where deterministic; "
      "one fuzz target per unfilter"),
+    ("fragments of format v1-4 (TileDB 1.x): coordinates zipped in __coords.tdb (v1 cell by cell, v2-4 and "
+     "compressed v1 dimension by dimension), legacy fragment metadata, in every query path",
+     "reader/tileio, python_tests/test_legacy_*.py",
+     "TestZippedCoordsColumn, FuzzZippedCoords, TestLoadSyntheticV2; synthetic v1 and v2 arrays built from the spec "
+     "(internal/legacygen: sparse with plain v1 and zstd v2 coordinates, dense, zstd int32 and gzip var-size string attributes) "
+     "and TileDB's sparse v1 input array (local only, see below): reads in every layout, subarrays, conditions, "
+     "aggregates, a merge with a v22 fragment TileDB wrote, and our consolidation of both (TileDB reads it) equal "
+     "TileDB's; truncated files are DataLoss naming the file"),
+    ("WebP encoding (uint8 RGB/BGR/RGBA/BGRA tiles; lossless, and lossy VP8 at the filter's quality) through DoPut",
+     "filters/codecs, python_tests/test_writer_webp.py",
+     "TestGolden: our encoding of TileDB's 8 WebP tiles decodes to the input (lossless) or with a PSNR within 0.5 dB "
+     "of TileDB's encoding; FuzzForwardWebP; DoPut of each format, lossless, quality 80 and 30: TileDB reads exactly "
+     "our pixels (lossless) or with a PSNR within 0.5 dB of its own write of the same image (lossy)"),
     ("an array as TileDB opens it: schema, visible fragments, metadata", "tdbarray",
      "TestConformance over the matrix below (schema, fragments with timestamps/version/cells/non-empty domain, metadata)"),
     ("every tile of every fragment loads", "reader/tileio", "TestLoadEveryTile over the matrix below"),
@@ -74,7 +87,14 @@ def main():
         "",
         "Format versions 1-23 are decoded; TileDB 2.30 writes version 22, and so does tileflight. Versions that",
         "TileDB 2.30 can no longer write (1-21) are covered by synthetic encodings and, locally, by the few legacy",
-        "arrays in TileDB's own test inputs (v1, v10), which are not redistributed here.",
+        "arrays in TileDB's own test inputs (v1, v10), which are not redistributed here: set",
+        "`TILEFLIGHT_LEGACY_ARRAYS` to a TileDB checkout's `test/inputs/arrays` to run the tests that read them.",
+        "Of TileDB's two format v1-4 inputs, `non_split_coords_v1_4_0` (sparse) is read as TileDB reads it;",
+        "`dense_array_v1_3_0` is refused by TileDB 2.30 (\"Reading data past end of serialized data size\": its",
+        "schema's generic tile is cut short) and by tileflight (DataLoss naming `__array_schema.tdb`); dense v1-4",
+        "fragments are proven on the synthetic v2 array instead. TileDB 2.30 answers no cell of a v1-4 fragment to a query",
+        "condition on a dimension (it evaluates it on per-dimension tiles such a fragment lacks); tileflight",
+        "answers the cells whose coordinates satisfy it.",
         "",
         f"## Feature matrix ({len(cases)} arrays)",
         "",

@@ -819,8 +819,8 @@ KEY = "0123456789abcdeF0123456789abcdeF"
 
 def make_error_kind_arrays(data):
     """TileDB-written arrays that each fail in one way: an md5-checksummed
-    attribute with a flipped byte on disk, a WebP-filtered attribute, an
-    encrypted array; plus a healthy one."""
+    attribute with a flipped byte on disk, an encrypted array; plus a
+    healthy one."""
     dom = tiledb.Domain(tiledb.Dim("i", domain=(0, 99), tile=50, dtype=np.int32))
     for name in ("md5", "healthy"):
         uri = os.path.join(data, name)
@@ -836,10 +836,6 @@ def make_error_kind_arrays(data):
     with pytest.raises(tiledb.TileDBError, match="(?i)checksum"):
         with tiledb.open(os.path.join(data, "md5")) as A:
             A[:]
-    wdom = tiledb.Domain(tiledb.Dim("y", domain=(0, 15), tile=16, dtype=np.uint32),
-                         tiledb.Dim("x", domain=(0, 47), tile=48, dtype=np.uint32))
-    tiledb.Array.create(os.path.join(data, "webp"), tiledb.ArraySchema(domain=wdom, sparse=False, attrs=[
-        tiledb.Attr("rgb", dtype=np.uint8, filters=[tiledb.WebpFilter(input_format=1, lossless=True)])]))
     ctx = tiledb.Ctx(tiledb.Config({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY}))
     uri = os.path.join(data, "enc")
     edom = tiledb.Domain(tiledb.Dim("i", domain=(0, 9), tile=5, dtype=np.int32, ctx=ctx), ctx=ctx)
@@ -857,8 +853,6 @@ def test_error_kinds_end_to_end(flightd_bin, tmp_path):
     keyfile.write_text(KEY + "\n")
     enc_put = lambda c: put(c, cmd(array="enc", subarray={"i": [[0, 9]]}),  # noqa: E731
                             pa.table({"a": pa.array(np.arange(10, dtype=np.int32))}))
-    webp_put = lambda c: put(c, cmd(array="webp", subarray={"y": [[0, 15]], "x": [[0, 47]]}),  # noqa: E731
-                             pa.table({"rgb": pa.array(np.zeros(16 * 48, dtype=np.uint8))}))
     # (daemon args, what DoGet of "enc" gives, what DoPut into "enc" gives)
     for args, enc_read, enc_write in [
         (["-encryption-key-file", str(keyfile)], None, None),
@@ -873,11 +867,6 @@ def test_error_kinds_end_to_end(flightd_bin, tmp_path):
             msg = expect_code("DATA_LOSS", read, c, array="md5")
             frag = os.path.basename(tiledb.array_fragments(os.path.join(data, "md5")).uri[0])
             assert frag in msg and '"a"' in msg and "tile 1" in msg and "checksum" in msg, msg
-            # WebP tiles cannot be encoded: Unimplemented naming the filter,
-            # before anything is written.
-            msg = expect_code("UNIMPLEMENTED", webp_put, c)
-            assert "webp" in msg and '"rgb"' in msg, msg
-            assert fragment_count(d, "webp") == 0
             # The daemon's key, wrong or missing, is the operator's matter.
             if enc_read is None:
                 assert read(c, array="enc").column("a").to_pylist() == list(range(10))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -518,6 +519,10 @@ func (a *Array) openFragment(ctx context.Context, cf commits.Fragment, cons *con
 	}
 	f.Meta, err = fragmeta.Open(read, size, f.Layout, version, opt)
 	if err != nil {
+		if !strings.Contains(err.Error(), names.FragmentMetadataFile) {
+			// Name the file a damaged fragment's operator has to look at.
+			err = fmt.Errorf("%s: %w", names.FragmentMetadataFile, err)
+		}
 		return nil, err
 	}
 	return f, nil

@@ -194,3 +194,48 @@ func BenchmarkReverse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWebPForward encodes one 512 x 512 RGB tile (a smooth picture
+// with noise), lossless and lossy at quality 80, and reports the PSNR of
+// the lossy tile decoded back.
+func BenchmarkWebPForward(b *testing.B) {
+	const w, h = 512, 512
+	px := make([]byte, w*h*3)
+	for y := range h {
+		for x := range w {
+			for c := range 3 {
+				v := 128 + 100*math.Sin(float64(x)/37+float64(c))*math.Cos(float64(y)/53-float64(c)) + float64((x*7+y*13+c*5)%11) - 5
+				px[(y*w+x)*3+c] = byte(max(0, min(255, v)))
+			}
+		}
+	}
+	for _, lossless := range []bool{true, false} {
+		name := "lossy_q80"
+		if lossless {
+			name = "lossless"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := New(pipeline.Filter{Type: pipeline.WebP, WebPFormat: pipeline.WebPRGB, WebPLossless: lossless,
+				WebPQuality: 80, WebPYExtent: h, WebPXExtent: w * 3}, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := &stage.Context{Type: datatype.Uint8, Version: 22}
+			var enc stage.Buffers
+			b.SetBytes(int64(len(px)))
+			for b.Loop() {
+				if enc, err = s.Forward(ctx, stage.Buffers{Data: [][]byte{px}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			dec, err := s.Reverse(ctx, stage.Buffers{Meta: [][]byte{stage.Concat(enc.Meta)}, Data: [][]byte{stage.Concat(enc.Data)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(px))/float64(stage.Size(enc.Data)), "ratio")
+			if !lossless {
+				b.ReportMetric(psnr(stage.Concat(dec.Data), px), "PSNR_dB")
+			}
+		})
+	}
+}

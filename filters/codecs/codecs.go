@@ -39,8 +39,7 @@ var ErrChecksum error = errkind.NewWrapping(errkind.DataLoss, errkind.Overrides,
 // or corrupt data.
 var ErrDecrypt error = errkind.New(errkind.FailedPrecondition, errkind.Overrides, "decryption failed (wrong key or corrupt data)")
 
-// ErrUnimplemented is wrapped when a filter direction is not supported
-// (WebP encoding: there is no well-kept pure-Go WebP encoder).
+// ErrUnimplemented is wrapped when a filter direction is not supported.
 var ErrUnimplemented error = errkind.New(errkind.Unimplemented, errkind.Overrides, "not implemented")
 
 // IntoReverser is implemented by the stages whose reverse output size is

@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"bytes"
 	"math/bits"
 	"os"
 	"strings"
@@ -81,3 +82,46 @@ func FuzzReverseScaleFloat(f *testing.F) { fuzzReverse(f, pipeline.ScaleFloat, "
 func FuzzReverseXOR(f *testing.F)        { fuzzReverse(f, pipeline.XOR, "xor") }
 func FuzzReverseWebP(f *testing.F)       { fuzzReverse(f, pipeline.WebP, "webp") }
 func FuzzReverseAES(f *testing.F)        { fuzzReverse(f, pipeline.AES256GCM, "aes") }
+
+// FuzzForwardWebP encodes arbitrary pixels in every format and lossless
+// flag and decodes them back: a lossless tile must return byte for byte,
+// a lossy one must return a tile of the same size, and no input may
+// crash the encoder.
+func FuzzForwardWebP(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, uint8(0), uint8(1), true, float32(80))
+	f.Add(bytes.Repeat([]byte{255, 0, 0, 0}, 64), uint8(2), uint8(8), false, float32(0))
+	f.Fuzz(func(t *testing.T, px []byte, format, height uint8, lossless bool, quality float32) {
+		fm := pipeline.WebPFormat(format%4 + 1)
+		depth := 3
+		if fm >= pipeline.WebPRGBA {
+			depth = 4
+		}
+		ht := int(height%16) + 1
+		wd := len(px) / (depth * ht)
+		if wd == 0 || wd > 64 {
+			return
+		}
+		px = px[:wd*depth*ht]
+		if quality != quality || quality < 0 || quality > 100 { // NaN and out of range: the schema refuses them
+			quality = 50
+		}
+		s, err := New(pipeline.Filter{Type: pipeline.WebP, WebPFormat: fm, WebPLossless: lossless, WebPQuality: quality,
+			WebPYExtent: uint16(ht), WebPXExtent: uint16(wd * depth)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := &stage.Context{Type: datatype.Uint8, Version: 22}
+		enc, err := s.Forward(ctx, stage.Buffers{Data: [][]byte{px}})
+		if err != nil {
+			t.Fatalf("forward: %v", err)
+		}
+		dec, err := s.Reverse(ctx, stage.Buffers{Meta: [][]byte{stage.Concat(enc.Meta)}, Data: [][]byte{stage.Concat(enc.Data)}})
+		if err != nil {
+			t.Fatalf("reverse of our own encoding: %v", err)
+		}
+		got := stage.Concat(dec.Data)
+		if len(got) != len(px) || (lossless && !bytes.Equal(got, px)) {
+			t.Fatalf("%d pixels of %d bytes (lossless %v) decode to %d different bytes", wd*ht, depth, lossless, len(got))
+		}
+	})
+}

@@ -172,6 +172,9 @@ func (fr *Fragment) bound(field int, t uint64, mm MinMax) ([]byte, bool, error) 
 // the value bytes for var-sized ones. ok is false when TileDB keeps no
 // minimum for the field (dimensions, non-ASCII strings, ...).
 func (fr *Fragment) TileMin(field int, t uint64) (v []byte, ok bool, err error) {
+	if fr.zippedDimension(field) {
+		return nil, false, nil
+	}
 	mm, err := fr.TileMins(field)
 	if err != nil {
 		return nil, false, err
@@ -181,6 +184,9 @@ func (fr *Fragment) TileMin(field int, t uint64) (v []byte, ok bool, err error) 
 
 // TileMax is field's maximum in tile t (see TileMin).
 func (fr *Fragment) TileMax(field int, t uint64) (v []byte, ok bool, err error) {
+	if fr.zippedDimension(field) {
+		return nil, false, nil
+	}
 	mm, err := fr.TileMaxes(field)
 	if err != nil {
 		return nil, false, err
@@ -192,6 +198,9 @@ func (fr *Fragment) TileMax(field int, t uint64) (v []byte, ok bool, err error) 
 // integers, uint64 for unsigned, float64 for floats); ok is false when
 // there is none.
 func (fr *Fragment) TileSum(field int, t uint64) (sum uint64, ok bool, err error) {
+	if fr.zippedDimension(field) {
+		return 0, false, nil
+	}
 	l, err := fr.TileSums(field)
 	if err != nil || t >= uint64(len(l)) {
 		return 0, false, err
@@ -202,6 +211,9 @@ func (fr *Fragment) TileSum(field int, t uint64) (sum uint64, ok bool, err error
 // TileNullCount is the number of nulls of field in tile t; ok is false
 // when the field keeps no null counts.
 func (fr *Fragment) TileNullCount(field int, t uint64) (n uint64, ok bool, err error) {
+	if fr.zippedDimension(field) {
+		return 0, false, nil
+	}
 	l, err := fr.TileNullCounts(field)
 	if err != nil || t >= uint64(len(l)) {
 		return 0, false, err

@@ -108,3 +108,12 @@ func decodeLegacyPayload(p []byte, l Layout) (*Metadata, error) {
 	m.RTree = *rt
 	return m, nil
 }
+
+// zippedDimension reports whether field is a dimension's index (Layout.
+// DimIndex) in a fragment before v5, which has no field of its own for a
+// dimension (its coordinates are one __coords field) and no statistics:
+// asked for a dimension's tile minimum, maximum, sum or null count, such a
+// fragment has none rather than a missing field.
+func (fr *Fragment) zippedDimension(field int) bool {
+	return fr.footer.Version < 5 && field > fr.footer.Layout.CoordsIndex() && field <= fr.footer.Layout.CoordsIndex()+len(fr.footer.Layout.Dims)
+}

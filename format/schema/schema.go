@@ -434,12 +434,16 @@ func (s *ArraySchema) AttributeIndex(name string) int {
 }
 
 // DimensionFilters returns the pipeline that filters dimension i's tiles:
-// its own, or the schema's coords filters when it has none.
+// its own, or (from schema v5) the schema's coords filters when it has none.
 func (s *ArraySchema) DimensionFilters(i int) pipeline.Pipeline {
 	if i < 0 || i >= len(s.Dimensions) {
 		return pipeline.Pipeline{}
 	}
-	if f := s.Dimensions[i].Filters; !f.Empty() {
+	if f := s.Dimensions[i].Filters; !f.Empty() || s.Version < 5 {
+		// Schemas before v5 have no per-dimension pipelines, and TileDB
+		// does not default them to the coordinates' one: the dimension
+		// tiles that later fragments write into such an array are
+		// unfiltered (the coordinates' pipeline applies to __coords.tdb).
 		return f
 	}
 	return s.CoordsFilters

@@ -176,6 +176,10 @@ type fieldInfo struct {
 	metaIndex  int // field index in the fragment metadata
 	filters    pipeline.Pipeline
 	file       string
+	// zipped is set for a dimension of a fragment before format v5: the
+	// field is then the whole __coords.tdb tile (cellValNum = dimension
+	// count) and load keeps only this dimension's column of it.
+	zipped *zippedCoords
 }
 
 func (f *fieldInfo) isVar() bool { return f.cellValNum == schema.VarNum }
@@ -210,7 +214,7 @@ func (l *Loader) field(frag *tdbarray.Fragment, name string) (*fieldInfo, error)
 	}
 	if i := s.DimensionIndex(name); i >= 0 {
 		if version < 5 {
-			return nil, errkind.Errorf(errkind.Unimplemented, "reading coordinates of format version %d fragments (zipped __coords.tdb) is not supported", version)
+			return legacyCoordsField(frag, i, name)
 		}
 		d := &s.Dimensions[i]
 		return &fieldInfo{name: name, typ: d.Type, cellValNum: d.CellValNum, dim: true, index: i,
@@ -365,6 +369,11 @@ func (l *Loader) load(ctx context.Context, frag *tdbarray.Fragment, name string,
 	if err != nil {
 		return nil, err
 	}
+	if f.zipped != nil {
+		// The coordinates tile is decoded whole and one column copied
+		// out of it: no pooled buffer, no partial decode, no passthrough.
+		pooled, rng, how.zstd = false, nil, false
+	}
 	// The decoded sizes come from the fragment metadata, and are charged
 	// to the budget before anything is read, so that a load waiting for
 	// room holds nothing.
@@ -502,6 +511,11 @@ func (l *Loader) load(ctx context.Context, frag *tdbarray.Fragment, name string,
 			}
 		default:
 			if data, err = p.UnfilterOwned(fixed, fixedSize); err != nil {
+				return nil, err
+			}
+		}
+		if f.zipped != nil {
+			if data, err = f.zipped.column(data, cells); err != nil {
 				return nil, err
 			}
 		}
