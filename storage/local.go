@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"syscall"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // tempPrefix marks Put's in-flight files. List hides them, so a crash in
@@ -46,7 +48,9 @@ func (l *Local) Root() string { return l.dir }
 func (l *Local) Close() error { return l.root.Close() }
 
 // wrap turns an os error for key into one that names the key and wraps
-// ErrNotFound or ErrInvalidPath where that is what happened.
+// ErrNotFound or ErrInvalidPath where that is what happened; a full,
+// read-only or failing disk gets its errkind (errkind.FromOS), so that it
+// is reported as such rather than as a bug.
 func wrap(op, key string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -54,7 +58,7 @@ func wrap(op, key string, err error) error {
 	case isEscape(err):
 		return fmt.Errorf("storage: %s %q: %w: %v", op, key, ErrInvalidPath, err)
 	}
-	return fmt.Errorf("storage: %s %q: %w", op, key, err)
+	return errkind.FromOS(fmt.Errorf("storage: %s %q: %w", op, key, err))
 }
 
 // isEscape recognises os.Root's refusal to follow a path out of the root.
