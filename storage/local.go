@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -176,10 +177,12 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 // staged. List hides it; renaming it into place is atomic because it is
 // on the same filesystem as every key (a data directory with other
 // filesystems mounted inside it is not supported).
+// The name carries the writing process's id (".tfput-<pid>-<random>"), so
+// that CleanTemp never takes a live process's entry for litter.
 func tempName() string {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	return tempPrefix + hex.EncodeToString(rnd[:])
+	return tempPrefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(rnd[:])
 }
 
 // putNewDir writes key when its directory does not exist yet, so that the
