@@ -35,7 +35,7 @@ func TestCleanTemp(t *testing.T) {
 	}{
 		{fmt.Sprintf("%s%d-aa", tempPrefix, dead), false, old, true},
 		{fmt.Sprintf("%s%d-bb", tempPrefix, dead), true, old, true}, // a staged directory or a dropped array
-		{tempPrefix + "0123456789abcdef", false, old, true},           // a name from before pids were recorded
+		{tempPrefix + "0123456789abcdef", false, old, true},         // a name from before pids were recorded
 		{fmt.Sprintf("%s%d-cc", tempPrefix, dead), false, time.Now(), false},
 		{fmt.Sprintf("%s%d-dd", tempPrefix, os.Getpid()), false, old, false}, // this process's live write
 		{fmt.Sprintf("%s%d-ee", tempPrefix, 1), false, old, false},           // a running process's
