@@ -119,3 +119,55 @@ func readAll(ctx context.Context, c aflight.Client, ticket string) error {
 	}
 	return nil
 }
+
+// A utf8 column damaged on disk (an array without checksums) is DataLoss
+// naming the field, not a batch that clients fail to decode.
+func TestDamagedUTF8IsDataLoss(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, Config{Store: st})
+	if _, err := action(ctx, c, "create_array", `{"array":"a","type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"label","type":"string_utf8","cell_val_num":"var"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := schema.FromJSON([]byte(`{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"label","type":"string_utf8","cell_val_num":"var"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = writer.LoadSchema(ctx, st, "a"); err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]writer.Column{
+		"k":     {Data: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1), 2)},
+		"label": {Data: []byte("hello-worldgrüße"), Offsets: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 11)},
+	}
+	if _, err := writer.WriteSparse(ctx, st, "a", s, cols, writer.Options{Timestamp: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := readAll(ctx, c, `{"array":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "a/__fragments/*/*.tdb"))
+	damaged := false
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		if i := bytes.Index(b, []byte("hello-world")); i >= 0 {
+			b[i+1] = 0xff
+			os.WriteFile(p, b, 0o644)
+			damaged = true
+		}
+	}
+	if !damaged {
+		t.Skip("the labels are not stored as plain bytes (a default filter?)")
+	}
+	c = serve(t, Config{Store: st}) // no tile cached from the first read
+	err = readAll(ctx, c, `{"array":"a"}`)
+	if msg := status.Convert(err).Message(); status.Code(err) != codes.DataLoss || !strings.Contains(msg, `"label"`) || !strings.Contains(msg, "UTF-8") {
+		t.Fatalf("got %v, want DataLoss naming the field", err)
+	}
+}
