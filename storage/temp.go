@@ -42,12 +42,12 @@ func (l *Local) CleanTemp(ctx context.Context, olderThan time.Duration) (TempCle
 	var out TempCleaned
 	f, err := l.root.Open(".")
 	if err != nil {
-		return out, wrap("clean temporary files", ".", err)
+		return out, l.wrap("clean temporary files", ".", err)
 	}
 	des, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return out, wrap("clean temporary files", ".", err)
+		return out, l.wrap("clean temporary files", ".", err)
 	}
 	cutoff := time.Now().Add(-olderThan)
 	var errs []error
@@ -73,7 +73,7 @@ func (l *Local) CleanTemp(ctx context.Context, olderThan time.Duration) (TempCle
 			continue
 		}
 		if err := l.root.RemoveAll(name); err != nil {
-			errs = append(errs, wrap("clean temporary files", name, err))
+			errs = append(errs, l.wrap("clean temporary files", name, err))
 			continue
 		}
 		out.Names = append(out.Names, name)
