@@ -170,6 +170,11 @@ func build(f Field, data []byte, aoffs []int64, validity []byte, n int, own Owne
 		db := wrap(data, own)
 		defer db.Release()
 		if f.IsVar() {
+			if isUTF8(f.Type) {
+				if err := checkUTF8(f, data, aoffs); err != nil {
+					return nil, err
+				}
+			}
 			d := array.NewData(dt, n, []*memory.Buffer{bitmap, int64Buf(aoffs), db}, nil, nulls, 0)
 			defer d.Release()
 			return array.MakeFromData(d), nil

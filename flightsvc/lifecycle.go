@@ -14,6 +14,7 @@ import (
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/lifecycle"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
 )
 
@@ -41,7 +42,7 @@ func init() {
 	}
 	actions["vacuum"] = actionDef{
 		desc: `Remove what consolidation made obsolete, as TileDB's vacuum of that mode does. Body: {"array": NAME, "mode": as consolidate (default fragments)}. ` +
-			`Result: {"mode", "removed": [paths], "uncommitted": [fragments]}; a fragments vacuum also removes uncommitted fragments older than -vacuum-grace.`,
+			`Result: {"mode", "removed": [paths], "uncommitted": [fragments], "temp": {"names", "bytes"}}; a fragments vacuum also removes uncommitted fragments older than -vacuum-grace; every vacuum removes the temporary entries a killed process left at the data directory's root (untouched for -temp-grace).`,
 		mutates: true,
 		run:     (*Service).actVacuum,
 	}
@@ -134,7 +135,27 @@ func (s *Service) actVacuum(ctx context.Context, body []byte) (any, error) {
 	if res.Uncommitted == nil {
 		res.Uncommitted = []string{}
 	}
-	return res, nil
+	out := vacuumResult{VacuumResult: res, Temp: storage.TempCleaned{Names: []string{}}}
+	// A kill -9 during a DoPut or drop_array leaves hidden staging entries
+	// at the store's root that no array owns: every vacuum removes those
+	// of dead processes.
+	if tc, ok := s.cfg.Store.(storage.TempCleaner); ok {
+		got, err := tc.CleanTemp(ctx, s.cfg.TempGrace)
+		if err != nil {
+			return nil, storageErr(err)
+		}
+		if got.Names != nil {
+			out.Temp = got
+		}
+	}
+	return out, nil
+}
+
+// vacuumResult is vacuum's answer: the array's, and the temporary entries
+// of dead processes removed from the store ("temp").
+type vacuumResult struct {
+	*lifecycle.VacuumResult
+	Temp storage.TempCleaned `json:"temp"`
 }
 
 // fragmentsBody is the body of commit_fragments and abort_fragments.

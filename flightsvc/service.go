@@ -57,6 +57,9 @@ type Config struct {
 	// VacuumGrace is how old an uncommitted fragment must be before a
 	// fragments vacuum removes it (0: never).
 	VacuumGrace time.Duration
+	// TempGrace is how long a temporary entry a dead process left
+	// (storage.TempCleaner) stays untouched before a vacuum removes it.
+	TempGrace time.Duration
 	// EncryptionKey opens AES-256-GCM encrypted arrays.
 	EncryptionKey []byte
 	// Auth, when it has credentials, turns authentication on: the

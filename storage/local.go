@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // tempPrefix marks Put's in-flight files. List hides them, so a crash in
@@ -46,15 +49,29 @@ func (l *Local) Root() string { return l.dir }
 func (l *Local) Close() error { return l.root.Close() }
 
 // wrap turns an os error for key into one that names the key and wraps
-// ErrNotFound or ErrInvalidPath where that is what happened.
-func wrap(op, key string, err error) error {
+// ErrNotFound or ErrInvalidPath where that is what happened; a full,
+// read-only or failing disk gets its errkind (errkind.FromOS), so that it
+// is reported as such rather than as a bug.
+func (l *Local) wrap(op, key string, err error) error {
+	err = l.relative(err)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return notFound(op, key)
 	case isEscape(err):
 		return fmt.Errorf("storage: %s %q: %w: %v", op, key, ErrInvalidPath, err)
 	}
-	return fmt.Errorf("storage: %s %q: %w", op, key, err)
+	return errkind.FromOS(fmt.Errorf("storage: %s %q: %w", op, key, err))
+}
+
+// relative makes a path error name its file relative to the root: an
+// open file's errors name it by its full path, the data directory's
+// included, and clients are told keys relative to the root only.
+func (l *Local) relative(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = strings.TrimPrefix(pe.Path, strings.TrimSuffix(l.dir, "/")+"/")
+	}
+	return err
 }
 
 // isEscape recognises os.Root's refusal to follow a path out of the root.
@@ -75,7 +92,7 @@ func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
 		if errors.Is(err, syscall.EISDIR) {
 			return nil, notFound("get", key)
 		}
-		return nil, wrap("get", key, err)
+		return nil, l.wrap("get", key, err)
 	}
 	return b, nil
 }
@@ -89,12 +106,12 @@ func (l *Local) GetRange(ctx context.Context, key string, off, n int64) ([]byte,
 	}
 	f, err := l.root.Open(key)
 	if err != nil {
-		return nil, wrap("get range", key, err)
+		return nil, l.wrap("get range", key, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, wrap("get range", key, err)
+		return nil, l.wrap("get range", key, err)
 	}
 	if fi.IsDir() {
 		return nil, notFound("get range", key)
@@ -105,7 +122,7 @@ func (l *Local) GetRange(ctx context.Context, key string, off, n int64) ([]byte,
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		// The file shrank between Stat and ReadAt.
-		return nil, fmt.Errorf("storage: get range %q [%d, %d): %w", key, off, off+n, err)
+		return nil, errkind.FromOS(fmt.Errorf("storage: get range %q [%d, %d): %w", key, off, off+n, l.relative(err)))
 	}
 	return buf, nil
 }
@@ -124,7 +141,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 			return err
 		}
 		if err := l.root.MkdirAll(dir, 0o755); err != nil {
-			return wrap("put", key, err)
+			return l.wrap("put", key, err)
 		}
 	}
 	// The temporary file lives at the root, not beside the key: TileDB
@@ -133,7 +150,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	tmp := tempName()
 	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return wrap("put", key, err)
+		return l.wrap("put", key, err)
 	}
 	ok := false
 	defer func() {
@@ -143,13 +160,13 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return wrap("put", key, err)
+		return l.wrap("put", key, err)
 	}
 	if err := f.Sync(); err != nil {
-		return wrap("put", key, err)
+		return l.wrap("put", key, err)
 	}
 	if err := f.Close(); err != nil {
-		return wrap("put", key, err)
+		return l.wrap("put", key, err)
 	}
 	if err := ctxErr(ctx, "put", key); err != nil {
 		l.root.Remove(tmp)
@@ -157,7 +174,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	if err := l.root.Rename(tmp, key); err != nil {
-		return wrap("put", key, err)
+		return l.wrap("put", key, err)
 	}
 	ok = true
 	// Make the rename itself durable; failure here does not undo the Put.
@@ -172,10 +189,12 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 // staged. List hides it; renaming it into place is atomic because it is
 // on the same filesystem as every key (a data directory with other
 // filesystems mounted inside it is not supported).
+// The name carries the writing process's id (".tfput-<pid>-<random>"), so
+// that CleanTemp never takes a live process's entry for litter.
 func tempName() string {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	return tempPrefix + hex.EncodeToString(rnd[:])
+	return tempPrefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(rnd[:])
 }
 
 // putNewDir writes key when its directory does not exist yet, so that the
@@ -210,13 +229,13 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 	parent := path.Dir(top)
 	if parent != "." {
 		if err := l.root.MkdirAll(parent, 0o755); err != nil {
-			return false, wrap("put", key, err)
+			return false, l.wrap("put", key, err)
 		}
 	}
 	stage := tempName()
 	rel := strings.TrimPrefix(key, top+"/")
 	if err := l.root.MkdirAll(path.Join(stage, path.Dir(rel)), 0o755); err != nil {
-		return false, wrap("put", key, err)
+		return false, l.wrap("put", key, err)
 	}
 	ok := false
 	defer func() {
@@ -226,7 +245,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 	}()
 	f, err := l.root.OpenFile(path.Join(stage, rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return false, wrap("put", key, err)
+		return false, l.wrap("put", key, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -236,7 +255,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 		err = cerr
 	}
 	if err != nil {
-		return false, wrap("put", key, err)
+		return false, l.wrap("put", key, err)
 	}
 	if err := l.root.Rename(stage, top); err != nil {
 		// Another Put made the directory meanwhile: write the usual way.
@@ -267,19 +286,19 @@ func (l *Local) List(ctx context.Context, dir string) ([]Entry, error) {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return []Entry{}, nil
 		}
-		return nil, wrap("list", dir, err)
+		return nil, l.wrap("list", dir, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, wrap("list", dir, err)
+		return nil, l.wrap("list", dir, err)
 	}
 	if !fi.IsDir() {
 		return []Entry{}, nil
 	}
 	des, err := f.ReadDir(-1)
 	if err != nil {
-		return nil, wrap("list", dir, err)
+		return nil, l.wrap("list", dir, err)
 	}
 	out := make([]Entry, 0, len(des))
 	for _, de := range des {
@@ -322,13 +341,13 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil
 		}
-		return wrap("delete", key, err)
+		return l.wrap("delete", key, err)
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("storage: delete %q: is a directory (use DeletePrefix)", key)
 	}
 	if err := l.root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return wrap("delete", key, err)
+		return l.wrap("delete", key, err)
 	}
 	return nil
 }
@@ -356,26 +375,26 @@ func (l *Local) DeletePrefix(ctx context.Context, dir string) error {
 			return nil
 		}
 		if err := l.root.RemoveAll(d); err != nil {
-			return wrap("delete prefix", dir, err)
+			return l.wrap("delete prefix", dir, err)
 		}
 		return nil
 	}
 	// The root itself stays; only its contents go.
 	f, err := l.root.Open(".")
 	if err != nil {
-		return wrap("delete prefix", dir, err)
+		return l.wrap("delete prefix", dir, err)
 	}
 	des, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return wrap("delete prefix", dir, err)
+		return l.wrap("delete prefix", dir, err)
 	}
 	for _, de := range des {
 		if err := ctxErr(ctx, "delete prefix", dir); err != nil {
 			return err
 		}
 		if err := l.root.RemoveAll(de.Name()); err != nil {
-			return wrap("delete prefix", de.Name(), err)
+			return l.wrap("delete prefix", de.Name(), err)
 		}
 	}
 	return nil
@@ -393,7 +412,7 @@ func (l *Local) Stat(ctx context.Context, key string) (Entry, error) {
 	}
 	fi, err := l.root.Stat(name)
 	if err != nil {
-		return Entry{}, wrap("stat", key, err)
+		return Entry{}, l.wrap("stat", key, err)
 	}
 	e := Entry{Name: path.Base(key), IsDir: fi.IsDir(), ModTime: fi.ModTime()}
 	if key == "" {

@@ -18,12 +18,12 @@ func (l *Local) Map(ctx context.Context, key string) ([]byte, func() error, erro
 	}
 	f, err := l.root.Open(key)
 	if err != nil {
-		return nil, nil, wrap("map", key, err)
+		return nil, nil, l.wrap("map", key, err)
 	}
 	defer f.Close() // the mapping outlives the descriptor
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, wrap("map", key, err)
+		return nil, nil, l.wrap("map", key, err)
 	}
 	if fi.IsDir() {
 		return nil, nil, notFound("map", key)
@@ -46,7 +46,7 @@ func (l *Local) MapID(ctx context.Context, key string) (string, error) {
 	}
 	fi, err := l.root.Stat(key)
 	if err != nil {
-		return "", wrap("map", key, err)
+		return "", l.wrap("map", key, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || fi.IsDir() {

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"fmt"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // RangeReader is a Store that can read a range into the caller's buffer,
@@ -38,12 +40,12 @@ func (l *Local) ReadRange(ctx context.Context, key string, off int64, dst []byte
 	}
 	f, err := l.root.Open(key)
 	if err != nil {
-		return wrap("get range", key, err)
+		return l.wrap("get range", key, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return wrap("get range", key, err)
+		return l.wrap("get range", key, err)
 	}
 	if fi.IsDir() {
 		return notFound("get range", key)
@@ -54,7 +56,7 @@ func (l *Local) ReadRange(ctx context.Context, key string, off int64, dst []byte
 	}
 	if _, err := f.ReadAt(dst, off); err != nil {
 		// The file shrank between Stat and ReadAt.
-		return fmt.Errorf("storage: get range %q [%d, %d): %w", key, off, off+n, err)
+		return errkind.FromOS(fmt.Errorf("storage: get range %q [%d, %d): %w", key, off, off+n, l.relative(err)))
 	}
 	return nil
 }

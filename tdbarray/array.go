@@ -508,24 +508,40 @@ func (a *Array) openFragment(ctx context.Context, cf commits.Fragment, cons *con
 	}
 	f.Schema = s
 	f.Layout = LayoutOf(s)
-	opt := &fragmeta.Options{Unfilterer: a.codec}
+	opt := &fragmeta.Options{Unfilterer: a.codec, Validate: true}
 	if cons != nil {
 		footer, err := cons.file.Footer(cons.index, f.Layout, version)
 		if err != nil {
 			return nil, fmt.Errorf("footer from consolidated metadata: %w", err)
 		}
 		f.Meta = fragmeta.OpenWithFooter(read, size, footer, opt)
-		return f, nil
-	}
-	f.Meta, err = fragmeta.Open(read, size, f.Layout, version, opt)
-	if err != nil {
+	} else if f.Meta, err = fragmeta.Open(read, size, f.Layout, version, opt); err != nil {
 		if !strings.Contains(err.Error(), names.FragmentMetadataFile) {
 			// Name the file a damaged fragment's operator has to look at.
 			err = fmt.Errorf("%s: %w", names.FragmentMetadataFile, err)
 		}
 		return nil, err
 	}
+	// Validated once here, before any read path prunes with it (and before
+	// the cache keeps it): a damaged non-empty domain would make subarray
+	// reads drop the fragment without a word.
+	if err := f.Meta.Footer().Validate(domainOf(s)); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// domainOf is the array's domain as fragment metadata ranges (nil bounds
+// for var-sized dimensions, which have none).
+func domainOf(s *schema.ArraySchema) fragmeta.MBR {
+	out := make(fragmeta.MBR, len(s.Dimensions))
+	for i := range s.Dimensions {
+		d := &s.Dimensions[i]
+		if !d.IsVar() && d.Domain != nil {
+			out[i] = fragmeta.Range{Start: d.Lo(), End: d.Hi()}
+		}
+	}
+	return out
 }
 
 // peekSchemaName reads the version and schema name at the start of a v10+

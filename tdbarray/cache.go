@@ -1,12 +1,10 @@
 package tdbarray
 
 import (
-	"container/list"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/internal/cache"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -23,21 +21,7 @@ import (
 // taken again each time it is looked up or stored, so the byte bound
 // holds up to the sections loaded since an entry was last touched.
 type Cache struct {
-	mu       sync.Mutex
-	max      int
-	maxBytes int64
-	used     int64
-	order    *list.List // front = most recently used; values are *cacheEntry
-	entries  map[string]*list.Element
-
-	// hits and misses count lookups, for the daemon's metrics.
-	hits, misses atomic.Uint64
-}
-
-type cacheEntry struct {
-	key    string
-	val    any
-	weight int64
+	c *cache.Cache[any]
 }
 
 // sizer is implemented by cached values whose size in memory changes.
@@ -52,28 +36,6 @@ func weightOf(v any) int64 {
 		return s.memoryBytes()
 	}
 	return schemaWeight
-}
-
-// reweigh updates an entry's weight and the total (c.mu held).
-func (c *Cache) reweigh(e *cacheEntry) {
-	w := weightOf(e.val)
-	c.used += w - e.weight
-	e.weight = w
-}
-
-// evict drops least recently used entries beyond the bounds, never keep
-// (the entry just used) (c.mu held).
-func (c *Cache) evict(keep *list.Element) {
-	for c.order.Len() > c.max || c.used > c.maxBytes {
-		last := c.order.Back()
-		if last == keep {
-			return
-		}
-		e := last.Value.(*cacheEntry)
-		c.order.Remove(last)
-		delete(c.entries, e.key)
-		c.used -= e.weight
-	}
 }
 
 // DefaultCacheEntries is a sensible bound for a daemon: each fragment's
@@ -99,7 +61,7 @@ func NewCacheBytes(maxEntries int, maxBytes int64) *Cache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &Cache{max: maxEntries, maxBytes: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
+	return &Cache{c: cache.New(cache.Config[any]{MaxEntries: maxEntries, MaxBytes: maxBytes, Weigh: weightOf, Reweigh: true})}
 }
 
 // cacheKey names a file of an array in a store, read with a key. The
@@ -113,57 +75,40 @@ func (c *Cache) get(key string) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if !ok {
-		c.misses.Add(1)
-		return nil, false
-	}
-	c.hits.Add(1)
-	c.order.MoveToFront(el)
-	e := el.Value.(*cacheEntry)
-	c.reweigh(e)
-	c.evict(el)
-	return e.val, true
+	return c.c.Get(key)
 }
 
 func (c *Cache) put(key string, val any) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if ok {
-		el.Value.(*cacheEntry).val = val
-		c.order.MoveToFront(el)
-	} else {
-		el = c.order.PushFront(&cacheEntry{key: key, val: val})
-		c.entries[key] = el
-	}
-	c.reweigh(el.Value.(*cacheEntry))
-	c.evict(el)
+	c.c.Put(key, val)
 }
 
 // Bytes is the decoded metadata the cache holds, as last weighed.
 func (c *Cache) Bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
+	if c == nil {
+		return 0
+	}
+	return c.c.Bytes()
 }
 
 // Stats returns how many lookups the cache answered and how many it did
 // not (the caller then read and decoded the file).
 func (c *Cache) Stats() (hits, misses uint64) {
-	return c.hits.Load(), c.misses.Load()
+	if c == nil {
+		return 0, 0
+	}
+	s := c.c.Stats()
+	return s.Hits, s.Misses
 }
 
 // Len is the number of cached entries.
 func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
+	if c == nil {
+		return 0
+	}
+	return c.c.Len()
 }
 
 // cachedSchema is a decoded schema file with its encryption flag.

@@ -41,6 +41,7 @@ import (
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/sqlsvc"
 	"github.com/tileflight/tileflight/sqlsvc/native"
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/transport"
 )
@@ -85,6 +86,7 @@ type serveConfig struct {
 	jwtAudience     string
 	shutdownTimeout time.Duration
 	vacuumGrace     time.Duration
+	tempGrace       time.Duration
 	s3              s3Flags
 	advertise       string
 	peers           string
@@ -143,6 +145,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.jwtAudience, "jwt-audience", "", "an \"aud\" a JWT must carry (empty: any)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
+	fs.DurationVar(&c.tempGrace, "temp-grace", 10*time.Minute, "startup and every vacuum remove the hidden .tfput-* entries (staged writes, dropped arrays) that a killed process left in a local -data, once untouched this long; a running process's are never removed")
 	c.s3.register(fs)
 	fs.StringVar(&c.advertise, "advertise", "", "this node's URL for clients, grpc://HOST:PORT (grpc+tls:// with TLS); turns on cluster locations in GetFlightInfo")
 	fs.StringVar(&c.peers, "peers", "", "the other nodes serving the same -data, grpc://HOST:PORT,... (this node's own URL may be listed); needs -advertise")
@@ -276,6 +279,16 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return fmt.Errorf("-data %s: %w", c.data, err)
 	}
 	defer closeStore()
+	// What a killed daemon was writing (or dropping) when it died.
+	if tc, ok := store.(storage.TempCleaner); ok {
+		got, err := tc.CleanTemp(ctx, c.tempGrace)
+		if err != nil {
+			log.Warn().Err(err).Msg("cleaning temporary files a killed process left")
+		}
+		if len(got.Names) > 0 {
+			log.Info().Int("entries", len(got.Names)).Int64("bytes", got.Bytes).Msg("removed temporary files a killed process left")
+		}
+	}
 	// Every request the service makes to storage is counted (nil: off).
 	var mets *metrics.Metrics
 	if c.metricsListen != "" {
@@ -312,7 +325,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	cfg := flightsvc.Config{
 		Store: store, Log: log, MemoryBudget: c.memoryBudget, MaxWorkingSet: c.maxWorkingSet, Workers: c.workers,
-		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace,
+		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace, TempGrace: c.tempGrace,
 		Auth: auth, Calls: registry, MaxQueriesPerPeer: c.maxPerPeer, QueueWait: c.queueWait, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
 		IdleTrim: c.idleTrim, IdleRelease: c.idleRelease,
 	}

@@ -37,6 +37,8 @@ type Fragment struct {
 	loaded atomic.Int64
 	// footerBytes is the size of the footer in the file.
 	footerBytes int64
+	// validate is Options.Validate.
+	validate bool
 }
 
 // fixedOverhead is what a Fragment costs besides its footer and sections
@@ -92,6 +94,9 @@ type Options struct {
 	// Unfilterer decodes generic tiles (nil: gentile.Plain,
 	// which handles unencrypted TileDB output).
 	Unfilterer gentile.Unfilterer
+	// Validate checks each R-tree against the footer as it loads
+	// (Footer.ValidateRTree, validate.go): a reader prunes tiles with it.
+	Validate bool
 }
 
 // Open reads the footer of a fragment metadata file of fileSize bytes.
@@ -101,7 +106,7 @@ type Options struct {
 func Open(read ReadFunc, fileSize uint64, l Layout, version uint32, opt *Options) (*Fragment, error) {
 	fr := &Fragment{read: read, fileSize: fileSize, cache: map[sectionKey]*lazy{}}
 	if opt != nil {
-		fr.u = opt.Unfilterer
+		fr.u, fr.validate = opt.Unfilterer, opt.Validate
 	}
 	if version < versionFooterSections {
 		b, err := read(0, fileSize)
@@ -144,7 +149,7 @@ func Open(read ReadFunc, fileSize uint64, l Layout, version uint32, opt *Options
 func OpenWithFooter(read ReadFunc, fileSize uint64, f *Footer, opt *Options) *Fragment {
 	fr := &Fragment{read: read, fileSize: fileSize, cache: map[sectionKey]*lazy{}}
 	if opt != nil {
-		fr.u = opt.Unfilterer
+		fr.u, fr.validate = opt.Unfilterer, opt.Validate
 	}
 	fr.setFooter(f, fileSize)
 	return fr
@@ -389,7 +394,11 @@ func (fr *Fragment) RTree() (*RTree, error) {
 		if err != nil {
 			return nil, err
 		}
-		return DecodeRTree(p, fr.footer.Layout, fr.footer.Version)
+		rt, err := DecodeRTree(p, fr.footer.Layout, fr.footer.Version)
+		if err == nil && fr.validate {
+			err = fr.footer.ValidateRTree(rt)
+		}
+		return rt, err
 	})
 	if err != nil {
 		return nil, err

@@ -1,12 +1,10 @@
 package tileio
 
 import (
-	"container/list"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tileflight/tileflight/internal/bufpool"
+	"github.com/tileflight/tileflight/internal/cache"
 	"github.com/tileflight/tileflight/tdbarray"
 )
 
@@ -25,19 +23,11 @@ import (
 // when it is evicted; a query getting it takes another one. Safe for
 // concurrent use.
 type Cache struct {
-	max     int64
-	maxTile int64
-
-	mu      sync.Mutex
-	used    int64
-	order   *list.List // front = most recently used; values are *cached
-	entries map[string]*list.Element
-
-	hits, misses atomic.Int64
+	max, maxTile int64
+	c            *cache.Cache[*cached]
 }
 
 type cached struct {
-	key                     string
 	data, offsets, validity []byte
 	own                     *bufpool.Buf
 	cells                   uint64
@@ -53,7 +43,23 @@ func NewCache(maxBytes int64) *Cache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &Cache{max: maxBytes, maxTile: maxBytes / 8, order: list.New(), entries: map[string]*list.Element{}}
+	return &Cache{max: maxBytes, maxTile: maxBytes / 8, c: cache.New(cache.Config[*cached]{
+		MaxBytes: maxBytes,
+		Weigh:    func(e *cached) int64 { return e.size },
+		// A query getting a pooled tile takes a reference under the
+		// cache's lock, so that an eviction cannot recycle it first; the
+		// cache's own reference goes when the tile is evicted.
+		Acquire: func(e *cached) {
+			if e.own != nil {
+				e.own.Retain()
+			}
+		},
+		Evicted: func(_ string, e *cached) {
+			if e.own != nil {
+				e.own.Release()
+			}
+		},
+	})}
 }
 
 func cacheKey(a *tdbarray.Array, frag *tdbarray.Fragment, field string, t uint64, encKey []byte) string {
@@ -65,23 +71,10 @@ func (c *Cache) get(key string, tile *Tile) bool {
 	if c == nil {
 		return false
 	}
-	c.mu.Lock()
-	el, ok := c.entries[key]
+	e, ok := c.c.Get(key)
 	if ok {
-		c.order.MoveToFront(el)
-		e := el.Value.(*cached)
 		tile.Data, tile.Offsets, tile.Validity, tile.Cells = e.data, e.offsets, e.validity, e.cells
-		if e.own != nil {
-			// Under the lock, so that an eviction cannot recycle it first.
-			e.own.Retain()
-			tile.own = e.own
-		}
-	}
-	c.mu.Unlock()
-	if ok {
-		c.hits.Add(1)
-	} else {
-		c.misses.Add(1)
+		tile.own = e.own // the reference Acquire took
 	}
 	return ok
 }
@@ -99,25 +92,14 @@ func (c *Cache) put(key string, tile *Tile) {
 	if size > c.maxTile {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; ok {
-		return // another query decoded it meanwhile: same bytes
-	}
+	// The cache's own reference is taken before the tile is visible to
+	// others, so that an eviction right after cannot drop the query's.
 	if tile.own != nil {
 		tile.own.Retain()
 	}
-	c.entries[key] = c.order.PushFront(&cached{key: key, data: tile.Data, offsets: tile.Offsets, validity: tile.Validity, own: tile.own, cells: tile.Cells, size: size})
-	c.used += size
-	for c.used > c.max {
-		last := c.order.Back()
-		e := last.Value.(*cached)
-		c.order.Remove(last)
-		delete(c.entries, e.key)
-		c.used -= e.size
-		if e.own != nil {
-			e.own.Release()
-		}
+	e := &cached{data: tile.Data, offsets: tile.Offsets, validity: tile.Validity, own: tile.own, cells: tile.Cells, size: size}
+	if !c.c.Add(key, e) && tile.own != nil {
+		tile.own.Release() // another query decoded it meanwhile: same bytes
 	}
 }
 
@@ -133,7 +115,6 @@ func (c *Cache) Stats() CacheStats {
 	if c == nil {
 		return CacheStats{}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return CacheStats{Bytes: c.used, MaxBytes: c.max, Tiles: c.order.Len(), Hits: c.hits.Load(), Misses: c.misses.Load()}
+	s := c.c.Stats()
+	return CacheStats{Bytes: s.Bytes, MaxBytes: c.max, Tiles: s.Entries, Hits: int64(s.Hits), Misses: int64(s.Misses)}
 }

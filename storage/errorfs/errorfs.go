@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/storage"
@@ -146,7 +148,9 @@ func (f *FS) check(op Op, key string) (late, early error) {
 	if !errors.Is(err, ErrInjected) {
 		err = fmt.Errorf("%w: %w", ErrInjected, err)
 	}
-	err = fmt.Errorf("storage: %s %q (op %d): %w", op, key, info.Seq, err)
+	// An injected OS error (Errno) is classified as storage.Local
+	// classifies a real one.
+	err = errkind.FromOS(fmt.Errorf("storage: %s %q (op %d): %w", op, key, info.Seq, err))
 	if le.err != nil {
 		return err, nil
 	}
@@ -337,4 +341,18 @@ func (s *Switch) Inject(i Info) error {
 		return nil
 	}
 	return s.Inj.Inject(i)
+}
+
+// Errno makes inj's faults carry the operating-system error e, as the
+// local store's would (a *fs.PathError): syscall.ENOSPC for a full disk,
+// EDQUOT, EROFS, EIO. The FS classifies them with errkind.FromOS, as
+// storage.Local does.
+func Errno(inj Injector, e syscall.Errno) Injector {
+	return InjectorFunc(func(i Info) error {
+		err := inj.Inject(i)
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("%w: %w", err, &fs.PathError{Op: i.Op.String(), Path: i.Key, Err: e})
+	})
 }

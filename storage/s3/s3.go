@@ -45,6 +45,7 @@ import (
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -266,7 +267,17 @@ func (s *Store) classify(err error) error {
 			return fmt.Errorf("%w (%v)", io.ErrUnexpectedEOF, err)
 		case "NoSuchBucket":
 			return fmt.Errorf("%w: no such bucket %q", storage.ErrUnavailable, s.opt.Bucket)
+		case "QuotaExceeded", "XMinioAdminBucketQuotaExceeded", "XMinioStorageFull", "InsufficientStorage":
+			// The store's equivalents of ENOSPC and EDQUOT (Ceph RGW,
+			// MinIO): the write may succeed once space is freed.
+			return errkind.Errorf(errkind.ResourceExhausted, "storage is full (S3 quota or capacity): %v", err)
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests", "ServiceUnavailable":
+			// Throttled past every retry: the client may retry later.
+			return fmt.Errorf("%w: S3 is throttling requests: %v", storage.ErrUnavailable, err)
 		}
+	}
+	if httpStatus(err) == http.StatusInsufficientStorage {
+		return errkind.Errorf(errkind.ResourceExhausted, "storage is full (S3 507 Insufficient Storage): %v", err)
 	}
 	if code := httpStatus(err); code == http.StatusNotFound {
 		return fmt.Errorf("%w (%v)", storage.ErrNotFound, err)

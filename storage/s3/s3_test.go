@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/internal/s3test"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/s3"
@@ -96,6 +97,14 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "slowdown":
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `<?xml version="1.0"?><Error><Code>SlowDown</Code><Message>injected</Message></Error>`)
+		return
+	case "quota":
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `<?xml version="1.0"?><Error><Code>QuotaExceeded</Code><Message>injected</Message></Error>`)
+		return
+	case "full":
+		w.WriteHeader(http.StatusInsufficientStorage)
+		io.WriteString(w, `<?xml version="1.0"?><Error><Code>XMinioStorageFull</Code><Message>injected</Message></Error>`)
 		return
 	case "stall":
 		select {
@@ -348,5 +357,36 @@ func TestOpenFailsFast(t *testing.T) {
 	_, err := s3.Open(context.Background(), s3.Options{Bucket: "no-such-bucket-here", Endpoint: s3test.Endpoint(t), PathStyle: true, MaxAttempts: 1})
 	if err == nil {
 		t.Fatal("opened a missing bucket")
+	}
+}
+
+// A store out of quota or capacity refuses a Put as ResourceExhausted
+// saying the storage is full; one that throttles past every retry is
+// Unavailable. Neither is left unclassified (Internal).
+func TestPutQuotaAndThrottling(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		action string
+		kind   error
+		msg    string
+	}{
+		{"quota", errkind.ResourceExhausted, "storage is full"},
+		{"full", errkind.ResourceExhausted, "storage is full"},
+		{"slowdown", storage.ErrUnavailable, "throttling"},
+		{"503", storage.ErrUnavailable, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.action, func(t *testing.T) {
+			st, _, _ := newProxied(t, func(r *http.Request, _ int64) string {
+				if r.Method == http.MethodPut {
+					return c.action
+				}
+				return ""
+			}, func(o *s3.Options) { o.MaxAttempts = 2 })
+			err := st.Put(ctx, "obj", []byte("data"))
+			if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("got %v, want %v saying %q", err, c.kind, c.msg)
+			}
+		})
 	}
 }
