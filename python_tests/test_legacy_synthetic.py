@@ -33,7 +33,7 @@ def synth(flightd_bin, tmp_path_factory):
     data = tmp_path_factory.mktemp("synth")
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "-mod=mod")
-    subprocess.run(["go", "run", "./internal/legacygen/cmd", str(data)], cwd=REPO, env=env, check=True)
+    subprocess.run(["go", "run", "./cmd/legacygen", str(data)], cwd=REPO, env=env, check=True)
     shutil.copytree(data / "v2_dense", data / "dense_merged")
     with tiledb.open(str(data / "dense_merged"), "w") as A:
         A[2:4, 3:6] = {"a": np.array([[-1, -2, -3], [-4, -5, -6]], dtype=np.int32),

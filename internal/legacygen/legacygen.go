@@ -6,7 +6,7 @@
 // file per attribute named after it. TileDB 2.30 still reads such arrays;
 // python_tests/test_legacy_synthetic.py compares its reads with ours.
 //
-//	go run ./internal/legacygen/cmd OUTDIR
+//	go run ./cmd/legacygen OUTDIR
 //
 // Arrays: v2_sparse (two int64 dimensions, coordinates under zstd, an
 // int32 attribute under zstd, a var-size string attribute under gzip,

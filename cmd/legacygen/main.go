@@ -1,7 +1,7 @@
 // Command legacygen writes the synthetic format v2 arrays of package
 // legacygen into OUTDIR (python_tests/test_legacy_synthetic.py runs it).
 //
-//	go run ./internal/legacygen/cmd OUTDIR
+//	go run ./cmd/legacygen OUTDIR
 package main
 
 import (
