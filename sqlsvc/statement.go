@@ -59,7 +59,7 @@ func newEngine(s *Server) *sqle.Engine {
 func (s *Server) newContext(ctx context.Context) (*gms.Context, error) {
 	sess := gms.NewBaseSession()
 	sctx := gms.NewContext(ctx, gms.WithSession(sess))
-	sctx.SetCurrentDatabase(mainSchema)
+	sctx.SetCurrentDatabase(currentSchema(ctx))
 	if err := sess.SetSessionVariable(sctx, "sql_mode", sqlMode); err != nil {
 		return nil, err
 	}
@@ -77,6 +77,9 @@ type handle struct {
 	// is a pure scan, is the native query of that endpoint's part of the
 	// scan (see statementInfo).
 	Part json.RawMessage `json:"part,omitempty"`
+	// Schema is the db_schema unqualified table names resolve in (the
+	// session's when the handle was made); empty: "main".
+	Schema string `json:"schema,omitempty"`
 }
 
 // param is one bound value as an SQL literal: kind int, uint, float,
@@ -580,6 +583,7 @@ func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
 // background and returns its schema and batches.
 func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
 	calls.From(ctx).SetSQL(h.SQL)
+	ctx = withSchema(ctx, h.Schema)
 	rows := h.Params
 	if len(rows) == 0 {
 		rows = [][]param{nil}
@@ -657,6 +661,10 @@ func (s *Server) runAll(ctx context.Context, sql string, rows [][]param, first *
 // endpoint whose ticket carries the statement.
 func (s *Server) statementInfo(ctx context.Context, h *handle, desc *aflight.FlightDescriptor) (*aflight.FlightInfo, error) {
 	calls.From(ctx).SetSQL(h.SQL)
+	if h.Schema == "" {
+		h.Schema = sessionFrom(ctx).Schema
+	}
+	ctx = withSchema(ctx, h.Schema)
 	var ps []param
 	if len(h.Params) > 0 {
 		ps = h.Params[0]
