@@ -162,3 +162,30 @@ def test_list_and_cancel_queries(flightd_bin, data, tmp_path):
         assert errs and ("cancel" in str(errs[0]).lower()), errs
         assert d.alive()
         c.close()
+
+
+def test_sql_timeout(flightd_bin, data):
+    """A statement that would run long (a self-join of 16 M rows, sorted)
+    ends at -sql-timeout with DEADLINE_EXCEEDED naming the flag; the daemon
+    serves on and its memory comes back down."""
+    import adbc_driver_flightsql.dbapi as flightsql
+    import adbc_driver_manager
+    with running(flightd_bin, data, "-sql-timeout", "2s", "-idle-release", "1s") as d:
+        base = rss_mib(d.proc.pid)
+        t = time.time()
+        with flightsql.connect(d.url) as conn:
+            cur = conn.cursor()
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                cur.execute("SELECT a.i, b.v FROM main.big AS a JOIN main.big AS b ON a.i = b.i + 1 ORDER BY a.v DESC")
+                cur.fetch_arrow_table()
+            took = time.time() - t
+            assert "sql-timeout" in str(e.value) and "DeadlineExceeded" in str(e.value), e.value
+            assert took < 30, took
+            cur.execute("SELECT count(*) FROM main.big WHERE i < 10")
+            assert cur.fetchall() == [(10,)]
+            cur.close()
+        assert d.alive()
+        deadline = time.time() + 20
+        while time.time() < deadline and rss_mib(d.proc.pid) > base + 256:
+            time.sleep(0.5)
+        assert rss_mib(d.proc.pid) <= base + 256, (base, rss_mib(d.proc.pid))

@@ -288,8 +288,11 @@ func bindValues(values sqlparser.Values, params [][]param) (sqlparser.Values, bo
 // update runs a statement sent as an update (CommandStatementUpdate, a
 // prepared statement's update, or an INSERT sent as a query) with its
 // parameter rows and returns the rows it wrote.
-func (s *Server) update(ctx context.Context, text string, params [][]param) (int64, error) {
+func (s *Server) update(ctx context.Context, text string, params [][]param) (n int64, err error) {
 	calls.From(ctx).SetSQL(text)
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	defer func() { err = timedOut(ctx, err) }()
 	if !isInsert(text) {
 		if _, err := s.compile(ctx, text, nil); err != nil {
 			return 0, err

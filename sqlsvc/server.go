@@ -24,9 +24,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arr "github.com/apache/arrow-go/v18/arrow/array"
@@ -57,6 +60,35 @@ type Server struct {
 	engine *sqle.Engine
 	log    zerolog.Logger
 	mem    memory.Allocator
+	// timeout bounds one statement's run (SetTimeout, -sql-timeout).
+	timeout time.Duration
+}
+
+// SetTimeout bounds how long one statement may run (planning, execution
+// and streaming its result): past it the statement ends with
+// DEADLINE_EXCEEDED and its memory is released. 0: no bound beyond the
+// client's own deadline.
+func (s *Server) SetTimeout(d time.Duration) { s.timeout = d }
+
+// errStatementTimeout is the cause of a statement stopped by -sql-timeout.
+var errStatementTimeout = fmt.Errorf("the statement ran longer than the server's -sql-timeout: %w", context.DeadlineExceeded)
+
+// timedOut names the timeout when a statement's context ended by it, so
+// that the client reads why (DEADLINE_EXCEEDED either way).
+func timedOut(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errStatementTimeout) {
+		return errStatementTimeout
+	}
+	return err
+}
+
+// bounded is ctx bounded by the statement timeout; cancel must be called
+// once the statement is done.
+func (s *Server) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, s.timeout, errStatementTimeout)
 }
 
 // New returns the Flight SQL server, to serve beside the native service

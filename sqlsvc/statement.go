@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arr "github.com/apache/arrow-go/v18/arrow/array"
@@ -583,29 +584,38 @@ func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
 // background and returns its schema and batches.
 func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
 	calls.From(ctx).SetSQL(h.SQL)
-	ctx = withSchema(ctx, h.Schema)
+	ctx, cancel := s.bounded(withSchema(ctx, h.Schema))
+	status := func(err error) error { return s.eng.Status(timedOut(ctx, err)) }
+	started := false
+	defer func() {
+		if !started {
+			cancel()
+		}
+	}()
 	rows := h.Params
 	if len(rows) == 0 {
 		rows = [][]param{nil}
 	}
 	first, err := s.compile(ctx, h.SQL, rows[0])
 	if err != nil {
-		return nil, nil, s.eng.Status(err)
+		return nil, nil, status(err)
 	}
 	if h.Part != nil {
 		if len(rows) > 1 {
 			return nil, nil, s.eng.Status(errkind.Errorf(errkind.InvalidArgument, "statement ticket names a part of a scan and %d parameter rows", len(rows)))
 		}
 		if err := partScan(first, h.Part); err != nil {
-			return nil, nil, s.eng.Status(err)
+			return nil, nil, status(err)
 		}
 	}
 	release, err := s.eng.AcquireStream(ctx)
 	if err != nil {
-		return nil, nil, s.eng.Status(err)
+		return nil, nil, status(err)
 	}
 	ch := make(chan aflight.StreamChunk, 2)
+	started = true
 	go func() {
+		defer cancel()
 		defer release()
 		s.runAll(ctx, h.SQL, rows, first, func(i int, c *compiled) error {
 			if !arrow.TypeEqual(arrow.StructOf(c.schema.Fields()...), arrow.StructOf(first.schema.Fields()...)) {
@@ -613,7 +623,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 			}
 			c.schema = first.schema
 			return nil
-		}, s.run, s.eng.Status, ch)
+		}, s.run, status, ch)
 	}()
 	return first.schema, ch, nil
 }
@@ -630,6 +640,16 @@ func (s *Server) runAll(ctx context.Context, sql string, rows [][]param, first *
 		select {
 		case ch <- aflight.StreamChunk{Err: wrap(err)}:
 		case <-ctx.Done():
+			// Ended by the statement's own bound (-sql-timeout), not by
+			// its client, which is still there to be told why.
+			if errors.Is(context.Cause(ctx), errStatementTimeout) {
+				t := time.NewTimer(5 * time.Second)
+				defer t.Stop()
+				select {
+				case ch <- aflight.StreamChunk{Err: wrap(err)}:
+				case <-t.C:
+				}
+			}
 		}
 	}
 	defer func() {

@@ -79,6 +79,7 @@ type serveConfig struct {
 	tokens          string
 	tlsClientCA     string
 	stallTimeout    time.Duration
+	sqlTimeout      time.Duration
 	queueWait       time.Duration
 	maxPerPeer      int
 	jwtKeys         string
@@ -128,6 +129,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
 	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
+	fs.DurationVar(&c.sqlTimeout, "sql-timeout", 10*time.Minute, "longest a Flight SQL statement may run (planning, execution, streaming its result); past it DEADLINE_EXCEEDED and its memory is freed (0: no bound but the client's deadline)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", time.Minute, "cancel a DoGet, DoPut or action whose client has made no progress (not reading what is sent, or not sending) for this long, and free its memory (0: never)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Second, "how long a DoGet or DoPut waits for a free -max-queries slot (at most its own deadline) before RESOURCE_EXHAUSTED (0: refuse at once)")
 	fs.IntVar(&c.maxPerPeer, "max-queries-per-peer", 0, "most DoGet/DoPut calls one client (its credential's name, or without one its connection) may run at once; more are refused with RESOURCE_EXHAUSTED (0: half of -max-queries)")
@@ -342,10 +344,11 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	svc := flightsvc.NewService(cfg)
 	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
 	ver, _, _ := versionInfo()
-	sqlServer, _, err := sqlsvc.New(native.New(svc), log, ver)
+	sqlServer, sqlImpl, err := sqlsvc.New(native.New(svc), log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
 	}
+	sqlImpl.SetTimeout(c.sqlTimeout)
 
 	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
