@@ -249,7 +249,7 @@ func primitiveData(f Field, data []byte, count int, bitmap *memory.Buffer, nulls
 				out[i] = int32(v)
 				continue
 			}
-			if validity(bitmap, i) == false {
+			if !validity(bitmap, i) {
 				continue
 			}
 			if v == math.MinInt64 && f.CellValNum == 1 {

@@ -348,11 +348,6 @@ func TestPackBits(t *testing.T) {
 	}
 }
 
-func newArr(t *testing.T, b array.Builder) arrow.Array {
-	t.Helper()
-	return b.NewArray()
-}
-
 // TestToTileDBConveniences covers the DoPut conversions.
 func TestToTileDBConveniences(t *testing.T) {
 	mem := memory.NewGoAllocator()

@@ -42,7 +42,7 @@ func TestTileDBGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	rec, err := rd.Record(0)
+	rec, err := rd.RecordBatch(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (s *Service) ListArrays(ctx context.Context, prefix string) ([]ArrayEntry, 
 	}
 	out := make([]ArrayEntry, len(es))
 	for i, e := range es {
-		out[i] = ArrayEntry{Name: e.Name, B2ND: e.B2ND}
+		out[i] = ArrayEntry(e)
 	}
 	return out, nil
 }

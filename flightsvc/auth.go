@@ -42,21 +42,15 @@ func (s *Service) Handshake(stream aflight.FlightService_HandshakeServer) error 
 		}
 		secret = access.BearerSecret(md.Get("authorization")[0])
 	}
-	// Drain the client's messages; a payload may hold the token.
+	// The client's first message, if any, may hold the token.
 	var payload []byte
-	for {
-		req, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if secret == "" && len(req.Payload) > 0 && len(req.Payload) < 4096 {
-			payload = req.Payload
-			secret = string(req.Payload)
-		}
-		break
+	req, err := stream.Recv()
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if err == nil && secret == "" && len(req.Payload) > 0 && len(req.Payload) < 4096 {
+		payload = req.Payload
+		secret = string(req.Payload)
 	}
 	if !s.cfg.Auth.Enabled() {
 		return nil

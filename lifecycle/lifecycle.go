@@ -111,9 +111,6 @@ func Consolidate(ctx context.Context, st storage.Store, dir string, mode Mode, o
 	return res, nil
 }
 
-// rel returns key relative to the array dir.
-func rel(dir, key string) string { return strings.TrimPrefix(key, dir+"/") }
-
 // listFiles lists the objects (not directories) of dir/sub, by name.
 func listFiles(ctx context.Context, st storage.Store, dir, sub string) ([]string, error) {
 	es, err := st.List(ctx, storage.Join(dir, sub))

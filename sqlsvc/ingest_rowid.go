@@ -69,7 +69,7 @@ func ingestType(t arrow.DataType) (string, bool, error) {
 		}
 		return "datetime_ns", false, nil
 	}
-	return "", false, fmt.Errorf("Arrow type %s has no TileDB attribute type here", t)
+	return "", false, fmt.Errorf("arrow type %s has no TileDB attribute type here", t)
 }
 
 // ingestSchema is the create_array body of the array an ingest of sc

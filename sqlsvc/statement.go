@@ -149,10 +149,10 @@ func (s *Server) compile(ctx context.Context, text string, params []param) (c *c
 			text = strings.TrimSpace(text[len("explain"):])
 		}
 	}
-	switch stmt.(type) {
+	switch ins := stmt.(type) {
 	case *sqlparser.Select, *sqlparser.SetOp, *sqlparser.ParenSelect:
 	case *sqlparser.Insert:
-		if ins := stmt.(*sqlparser.Insert); ins.Action == sqlparser.ReplaceStr {
+		if ins.Action == sqlparser.ReplaceStr {
 			return nil, errkind.Errorf(errkind.Unimplemented, "REPLACE is not supported: use INSERT (in a sparse array without duplicates a newer cell at the same coordinates replaces the older one); %s", Supported)
 		} else if ins.With != nil {
 			return nil, errkind.Errorf(errkind.Unimplemented, "WITH ... INSERT is not supported: write the common table expression inside the INSERT's SELECT; %s", Supported)

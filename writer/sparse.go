@@ -343,18 +343,6 @@ func orderWord(t datatype.Datatype, b []byte) uint64 {
 	return uint64(schema.AsInt64(t, b)) ^ 1<<63
 }
 
-// tileIndex is the index of the space tile holding coordinate b.
-func tileIndex(d *schema.Dimension, b []byte) uint64 {
-	t := d.Type
-	if t == datatype.Float32 || t == datatype.Float64 {
-		lo := schema.AsFloat64(t, d.Lo())
-		ext := schema.AsFloat64(t, d.TileExtent)
-		return uint64(math.Floor((schema.AsFloat64(t, b) - lo) / ext))
-	}
-	ext := schema.AsUint64(t, d.TileExtent)
-	return (schema.AsUint64(t, b) - schema.AsUint64(t, d.Lo())) / ext
-}
-
 // firstDup returns the first sorted position holding the coordinates of
 // the cell before it, or -1.
 func firstDup(sc *sortedCells) int {

@@ -23,7 +23,7 @@ func Shuffle(ts int, src, dst []byte) {
 			out[i] = src[i*ts+j]
 		}
 	}
-	copy(dst[n*ts:], src[n*ts:len(src)])
+	copy(dst[n*ts:], src[n*ts:])
 }
 
 // Unshuffle undoes Shuffle.
@@ -35,7 +35,7 @@ func Unshuffle(ts int, src, dst []byte) {
 	}
 	var pa [16][]byte
 	unshufflePlanes(splitPlanes(src, ts, n, pa[:0]), 0, n, dst)
-	copy(dst[n*ts:], src[n*ts:len(src)])
+	copy(dst[n*ts:], src[n*ts:])
 }
 
 // splitPlanes returns the ts byte planes of n bytes each at the start of

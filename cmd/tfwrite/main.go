@@ -90,7 +90,7 @@ func run(args []string) error {
 	}
 	aopt := writer.ArrayOptions{EncryptionKey: key}
 	if len(args) < 2 {
-		return fmt.Errorf("usage: tfwrite create|write|drop|meta|dump ARRAY ...")
+		return fmt.Errorf("usage: tfwrite create|write|drop|meta|dump ARRAY [ARGS]")
 	}
 	ctx := context.Background()
 	st, dir, err := openArray(args[1])
