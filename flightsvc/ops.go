@@ -18,5 +18,8 @@ func (s *Service) Gauges() metrics.Gauges {
 		StreamsLimit:   func() int { return cap(s.streams) },
 		ZstdSent:       zstdSent.Load,
 		ZstdSentRaw:    zstdSentRaw.Load,
+		TileCacheHits:  func() uint64 { return uint64(s.tiles.Stats().Hits) },
+		TileCacheMiss:  func() uint64 { return uint64(s.tiles.Stats().Misses) },
+		TileCacheBytes: func() int64 { return s.tiles.Stats().Bytes },
 	}
 }

@@ -340,7 +340,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if mets != nil {
 		mets.SetGauges(svc.Gauges())
 		mets.InitializeServer(srv)
-		maddr, stop, err := serveMetrics(ctx, c.metricsListen, mets, log)
+		maddr, stop, err := serveMetrics(ctx, c.metricsListen, mets, storeReady(store), log)
 		if err != nil {
 			return err
 		}
