@@ -6,6 +6,9 @@
 ['demo/dense', 'demo/points']
 >>> table = client.read("demo/dense", columns=["v"], subarray={"x": (0, 9)})
 
+``tileflight.local(path="./data")`` starts a daemon of its own (the one
+``pip install "tileflight[server]"`` brings) and returns a client to it.
+
 Submodules: :mod:`tileflight.spark` (a Spark 4 data source) and
 :mod:`tileflight.dask` (dask DataFrames, one partition per endpoint); they
 import pyspark and dask only when used.
@@ -15,11 +18,12 @@ from .client import Client, WriteResult, connect
 from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
                      Internal, InvalidArgument, NotFound, PermissionDenied, ResourceExhausted,
                      TileflightError, Unauthenticated, Unavailable, Unimplemented)
+from ._local import LocalClient, local
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Client", "WriteResult", "TileflightError", "InvalidArgument", "NotFound",
+    "connect", "local", "LocalClient", "Client", "WriteResult", "TileflightError", "InvalidArgument", "NotFound",
     "AlreadyExists", "Unauthenticated", "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
     "Aborted", "DataLoss", "Unimplemented", "Internal", "Unavailable", "Cancelled", "DeadlineExceeded",
 ]
