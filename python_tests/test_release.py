@@ -156,3 +156,24 @@ def test_image_builds_and_its_flightd_runs(tmp_path):
         assert out.startswith(f"flightd {VERSION} "), out
     finally:
         subprocess.run([b, "rmi", "-f", image], capture_output=True)
+
+
+def _readme_block(name):
+    text = open(os.path.join(ROOT, "README.md")).read()
+    marker = f"<!-- install-test: {name} -->\n```sh\n"
+    i = text.index(marker) + len(marker)
+    return text[i:text.index("```", i)]
+
+
+def test_readme_install_verbatim(dist, tmp_path):
+    """README's binary and pip install blocks, run as written in a directory
+    holding the release files (pip with no index, pyarrow from this venv)."""
+    work = tmp_path / "download"
+    shutil.copytree(dist, work)
+    venv, py = _fresh_venv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TILEFLIGHT_", "PYTHON"))}
+    env.update(PIP_NO_INDEX="1", PATH=f"{venv}/bin:{os.environ['PATH']}")
+    for name, want in (("binary", f"flightd {VERSION} "), ("pip", "demo/dense")):
+        r = subprocess.run(["bash", "-euo", "pipefail", "-c", _readme_block(name)], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and want in r.stdout, f"README {name} block:\n{r.stdout}\n{r.stderr}"
