@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -177,5 +178,45 @@ func TestDeployConfigListsEveryFlag(t *testing.T) {
 	}
 	if _, err := parseServeFlags([]string{"-config", writeConfig(t, strings.Join(on, "\n"))}, &bytes.Buffer{}, func(string) string { return "" }); err != nil {
 		t.Fatalf("every setting on: %v", err)
+	}
+}
+
+// TestDeployServiceUnit: the systemd unit runs flightd on the shipped
+// config, hardened; systemd-analyze verifies it where installed.
+func TestDeployServiceUnit(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/flightd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	for _, want := range []string{
+		"ExecStart=/usr/local/bin/flightd -config /etc/tileflight/flightd.toml\n",
+		"DynamicUser=yes\n", "StateDirectory=tileflight\n", "ProtectSystem=strict\n", "NoNewPrivileges=yes\n",
+		"ProtectHome=yes\n", "PrivateTmp=yes\n", "CapabilityBoundingSet=\n",
+	} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("deploy/flightd.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	// The config's data directory is the unit's state directory.
+	if c, err := parseServeFlags([]string{"-config", "../../deploy/flightd.toml"}, &bytes.Buffer{}, func(string) string { return "" }); err != nil || c.data != "/var/lib/tileflight" {
+		t.Fatalf("deploy/flightd.toml data: %v %v", c, err)
+	}
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Log("systemd-analyze not installed: unit not verified by systemd")
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "flightd.service")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(unit, "/usr/local/bin/flightd", exe)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sa, "verify", p).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
