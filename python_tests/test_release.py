@@ -20,6 +20,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = "v0.1.0"
+STAMPED_COMMIT = ""  # set by the dist fixture
 RELVER = VERSION[1:]
 
 
@@ -34,6 +35,10 @@ def _make(*args, timeout=1500):
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
     d = tmp_path_factory.mktemp("dist")
+    # The commit the artifacts are stamped with: HEAD when make starts.
+    global STAMPED_COMMIT
+    STAMPED_COMMIT = (subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                                    text=True, check=True).stdout.strip())
     _make("release", f"VERSION={VERSION}", "PLATFORMS=linux/amd64", f"DIST={d}")
     return d
 
@@ -57,7 +62,7 @@ def test_release_binary_static_and_stamped(dist, tmp_path):
     for f in ("flightd", "LICENSE", "README.md", "CHANGELOG.md", "deploy/flightd.toml", "deploy/flightd.service"):
         assert f"{top}/{f}" in members
     exe = tmp_path / top / "flightd"
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = STAMPED_COMMIT
     out = subprocess.run([str(exe), "version"], capture_output=True, text=True, check=True).stdout
     assert out.startswith(f"flightd {VERSION} (commit {commit}"), out
     if shutil.which("file"):
