@@ -186,3 +186,101 @@ $(SPARK_JAR): $(VENV)/.stamp spark-connector/pom.xml $(shell find spark-connecto
 	  -Dscala.version=$$(basename "$(SPARK_JARS)"/scala-library-*.jar .jar | sed 's/scala-library-//')
 
 sparkjar: $(SPARK_JAR)
+
+# ---- Releases ---------------------------------------------------------------
+# `make release VERSION=v0.1.0` fills dist/ with what a release page carries:
+#   flightd_0.1.0_<os>_<arch>.tar.gz (.zip for Windows): a static flightd
+#     (CGO_ENABLED=0, -trimpath, the version and commit stamped: `flightd
+#     version`) with LICENSE, README.md, CHANGELOG.md and deploy/;
+#   tileflight-0.1.0-py3-none-any.whl: the Python client, the Spark jar inside
+#     (tileflight.spark.jvm_jar());
+#   tileflight_server-0.1.0-py3-none-<platform>.whl: flightd for one platform,
+#     what `pip install "tileflight[server]"` adds for tileflight.local();
+#   tileflight-spark_2.13-0.1.0.jar: the Spark connector;
+#   SHA256SUMS (`sha256sum -c SHA256SUMS` checks them).
+# The Python and Maven versions in python/pyproject.toml,
+# python/src/tileflight/__init__.py and spark-connector/pom.xml must already
+# be VERSION's (release-check says which is not). PLATFORMS narrows the
+# binaries (the test builds linux/amd64 alone); DIST moves the output.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DIST ?= dist
+RELVER = $(patsubst v%,%,$(VERSION))
+RELEASE_LDFLAGS = -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+SPARK_SCALA := 2.13
+
+.PHONY: release release-check release-binaries release-python release-jar image image-save
+
+release-check:
+	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+$$' \
+	  || { echo "release: VERSION=$(VERSION): want vMAJOR.MINOR.PATCH (make release VERSION=v0.1.0)"; exit 1; }
+	@grep -q '^version = "$(RELVER)"$$' python/pyproject.toml \
+	  || { echo "release: python/pyproject.toml's version is not $(RELVER)"; exit 1; }
+	@grep -q '^__version__ = "$(RELVER)"$$' python/src/tileflight/__init__.py \
+	  || { echo "release: python/src/tileflight/__init__.py's __version__ is not $(RELVER)"; exit 1; }
+	@grep -q '^server = \["tileflight-server==$(RELVER)"\]$$' python/pyproject.toml \
+	  || { echo "release: python/pyproject.toml's server extra does not pin tileflight-server==$(RELVER)"; exit 1; }
+	@grep -q '<version>$(RELVER)</version>' spark-connector/pom.xml \
+	  || { echo "release: spark-connector/pom.xml's version is not $(RELVER)"; exit 1; }
+
+release: release-check
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(MAKE) --no-print-directory release-binaries release-python release-jar
+	rm -rf $(DIST)/.build
+	cd $(DIST) && sha256sum $$(find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | sort) > SHA256SUMS
+	@echo "release $(VERSION):" && ls -l $(DIST)
+
+# One static flightd per platform, each archived with the docs an operator
+# needs, and each wrapped in a tileflight-server wheel.
+release-binaries: release-check
+	@set -e; mkdir -p $(DIST)/.build; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; exe=flightd; [ $$os = windows ] && exe=flightd.exe; \
+	  name=flightd_$(RELVER)_$${os}_$${arch}; dir=$(DIST)/.build/$$name; \
+	  echo "release: $$name"; mkdir -p $$dir; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $$dir/$$exe ./cmd/flightd; \
+	  cp LICENSE README.md CHANGELOG.md $$dir/ && cp -r deploy $$dir/; \
+	  if [ $$os = windows ]; then (cd $(DIST)/.build && zip -qr ../$$name.zip $$name); \
+	  else tar -C $(DIST)/.build --owner=0 --group=0 -czf $(DIST)/$$name.tar.gz $$name; fi; \
+	  $(PYTHON) scripts/server_wheel.py --binary $$dir/$$exe --goos $$os --goarch $$arch --version $(RELVER) --out $(DIST) >/dev/null; \
+	done
+
+# The client wheel, built from a copy of python/ with the Spark jar put in
+# tileflight/jars/ (package data), so that jvm_jar() finds it after pip install.
+release-python: release-check sparkjar
+	rm -rf $(DIST)/.build/python && mkdir -p $(DIST)/.build && cp -r python $(DIST)/.build/python
+	rm -rf $(DIST)/.build/python/build $(DIST)/.build/python/src/*.egg-info
+	mkdir -p $(DIST)/.build/python/src/tileflight/jars && cp $(SPARK_JAR) $(DIST)/.build/python/src/tileflight/jars/tileflight-spark.jar
+	cp LICENSE $(DIST)/.build/python/LICENSE
+	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w $(DIST) $(DIST)/.build/python
+
+release-jar: release-check sparkjar
+	cp $(SPARK_JAR) $(DIST)/tileflight-spark_$(SPARK_SCALA)-$(RELVER).jar
+
+# The container image (Containerfile): tileflight:$(IMAGE_TAG) for
+# linux/$(IMAGE_ARCH), built by the first of podman, buildah or docker
+# found. `make image-save` writes it as an OCI archive to dist/.
+IMAGE ?= tileflight
+IMAGE_TAG ?= $(patsubst v%,%,$(VERSION))
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_CTX := bin/image-context
+CONTAINER_BUILDER ?= $(shell for b in podman buildah docker; do command -v $$b >/dev/null 2>&1 && { echo $$b; break; }; done)
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+
+image:
+	@[ -n "$(CONTAINER_BUILDER)" ] || { echo "image: no podman, buildah or docker on this machine (apt-get install podman)"; exit 1; }
+	@[ -f $(CA_BUNDLE) ] || { echo "image: no CA bundle at $(CA_BUNDLE) (apt-get install ca-certificates, or CA_BUNDLE=FILE)"; exit 1; }
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/data
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $(IMAGE_CTX)/flightd ./cmd/flightd
+	cp $(CA_BUNDLE) $(IMAGE_CTX)/ca-certificates.crt
+	printf 'root:x:0:0:root:/:/sbin/nologin\nflightd:x:65532:65532:flightd:/data:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
+	printf 'root:x:0:\nflightd:x:65532:\n' > $(IMAGE_CTX)/group
+	$(if $(filter buildah,$(CONTAINER_BUILDER)),buildah bud,$(CONTAINER_BUILDER) build) --platform linux/$(IMAGE_ARCH) \
+	  --build-arg VERSION=$(VERSION) -f Containerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_CTX)
+	@echo "image: $(IMAGE):$(IMAGE_TAG) (built with $(CONTAINER_BUILDER))"
+
+image-save: image
+	mkdir -p $(DIST)
+	@out=$(DIST)/tileflight_$(IMAGE_TAG)_linux_$(IMAGE_ARCH).oci.tar; set -x; case $(CONTAINER_BUILDER) in \
+	  podman) podman save --format oci-archive -o $$out $(IMAGE):$(IMAGE_TAG);; \
+	  buildah) buildah push $(IMAGE):$(IMAGE_TAG) oci-archive:$$out;; \
+	  *) $(CONTAINER_BUILDER) save -o $$out $(IMAGE):$(IMAGE_TAG);; \
+	esac

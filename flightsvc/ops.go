@@ -19,5 +19,8 @@ func (s *Service) Gauges() metrics.Gauges {
 		StreamsLimit:   func() int { return cap(s.streams) },
 		ZstdSent:       func() uint64 { z, _ := transport.ZstdSent(); return z },
 		ZstdSentRaw:    func() uint64 { _, r := transport.ZstdSent(); return r },
+		TileCacheHits:  func() uint64 { return uint64(s.tiles.Stats().Hits) },
+		TileCacheMiss:  func() uint64 { return uint64(s.tiles.Stats().Misses) },
+		TileCacheBytes: func() int64 { return s.tiles.Stats().Bytes },
 	}
 }

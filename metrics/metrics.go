@@ -1,7 +1,8 @@
 // Package metrics owns what flightd exports to Prometheus: gRPC calls by
 // method and code with latency histograms (through go-grpc-middleware's
 // Prometheus provider), rows and bytes in and out, storage requests and
-// bytes (a storage.Store wrapper), metadata cache hits, the reader's memory
+// bytes (a storage.Store wrapper), metadata and tile cache hits and misses,
+// the build's version (tileflight_build_info), the reader's memory
 // budget in use, DoPut fragments committed and writes aborted, and the Go
 // runtime and process collectors (goroutines, open file descriptors, RSS).
 //
@@ -54,6 +55,10 @@ type Gauges struct {
 	// ZstdSent and ZstdSentRaw count the tile bytes DoGets sent still
 	// zstd-compressed ("compression": "zstd"), and what they hold.
 	ZstdSent, ZstdSentRaw func() uint64
+	// TileCacheHits and TileCacheMiss count decoded-tile cache lookups
+	// (-tile-cache-bytes); TileCacheBytes is what it holds now.
+	TileCacheHits, TileCacheMiss func() uint64
+	TileCacheBytes               func() int64
 }
 
 // New returns a set of collectors with the Go and process collectors.
@@ -122,6 +127,11 @@ func (m *Metrics) SetGauges(g Gauges) {
 	counter("metadata_cache_misses_total", "Schema and fragment metadata lookups that read and decoded the file.", g.CacheMisses)
 	counter("zstd_passthrough_bytes_total", "Tile bytes DoGets sent as they are stored, zstd-compressed, without decompressing them (\"compression\": \"zstd\").", g.ZstdSent)
 	counter("zstd_passthrough_raw_bytes_total", "The bytes the zstd tile bytes DoGets sent compressed decompress to.", g.ZstdSentRaw)
+	counter("tile_cache_hits_total", "Decoded tiles found in the tile cache (-tile-cache-bytes).", g.TileCacheHits)
+	counter("tile_cache_misses_total", "Tile cache lookups that read and decoded the tile.", g.TileCacheMiss)
+	if g.TileCacheBytes != nil {
+		gauge("tile_cache_bytes", "Decoded tile bytes held by the tile cache.", func() float64 { return float64(g.TileCacheBytes()) })
+	}
 	if g.CacheEntries != nil {
 		gauge("metadata_cache_entries", "Schemas and fragments whose decoded metadata is cached.", func() float64 { return float64(g.CacheEntries()) })
 	}
@@ -134,6 +144,21 @@ func (m *Metrics) SetGauges(g Gauges) {
 	if g.StreamsLimit != nil {
 		gauge("streams_limit", "Most DoGet and DoPut calls that may run at once (-max-queries).", func() float64 { return float64(g.StreamsLimit()) })
 	}
+}
+
+// SetBuildInfo exports tileflight_build_info{version, commit, goversion} 1,
+// the series dashboards join on to show what each daemon runs.
+func (m *Metrics) SetBuildInfo(version, commit, goVersion string) {
+	if m == nil {
+		return
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help:        "Always 1; the labels say which flightd build is running.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goVersion},
+	})
+	g.Set(1)
+	m.reg.MustRegister(g)
 }
 
 // Interceptors return the gRPC interceptors that count calls by method and

@@ -7,8 +7,9 @@
 //
 // Every flag can also be set through an environment variable named
 // TILEFLIGHT_ followed by the flag name in upper case with dashes as
-// underscores (-log-format: TILEFLIGHT_LOG_FORMAT). A flag given on the
-// command line wins over the environment.
+// underscores (-log-format: TILEFLIGHT_LOG_FORMAT), and in a TOML file
+// given with -config (keys are the flag names). A flag given on the
+// command line wins over the environment, which wins over the file.
 package main
 
 import (
@@ -104,6 +105,11 @@ type serveConfig struct {
 	tileCacheBytes int64
 	metaCacheBytes int64
 	zeroCopySend   bool
+	// configFile and printConfig: -config and -print-config (config.go);
+	// flags is the parsed set -print-config reads.
+	configFile  string
+	printConfig bool
+	flags       *flag.FlagSet
 }
 
 // errUsage marks a command-line error the flag package has already
@@ -164,8 +170,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.metaCacheBytes}, "metadata-cache-bytes", "decoded schemas and fragment metadata kept between queries (a `size`)")
 	fs.BoolVar(&c.zeroCopySend, "zero-copy-send", true, "plaintext only: DoGet record buffers go to the socket by reference, without gRPC's copy into its write buffer (transport/sendconn); false: gRPC's own 256 KiB write buffer, as under TLS")
 	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
+	registerConfigFlags(fs, c)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>; sizes accept units: 512MiB, 1GiB):\n")
+		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>, then the -config file; sizes accept units: 512MiB, 1GiB):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -180,23 +187,10 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || envErr != nil {
-			return
-		}
-		env := "TILEFLIGHT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %v", env, v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
+	if err := applySettings(fs, getenv); err != nil {
+		return nil, err
 	}
+	c.flags = fs
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
@@ -261,6 +255,10 @@ func runServeOut(ctx context.Context, args []string, stdout, stderr io.Writer, r
 	}
 	if c.version {
 		printVersion(stdout)
+		return 0
+	}
+	if c.printConfig {
+		printConfig(stdout, c.flags)
 		return 0
 	}
 	log, err := newLogger(c, stderr)
@@ -392,7 +390,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	if mets != nil {
 		mets.SetGauges(svc.Gauges())
 		mets.InitializeServer(srv)
-		maddr, stop, err := serveMetrics(ctx, c.metricsListen, mets, log)
+		maddr, stop, err := serveMetrics(ctx, c.metricsListen, mets, storeReady(store), log)
 		if err != nil {
 			return err
 		}

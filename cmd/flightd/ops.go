@@ -145,21 +145,26 @@ func colorOK(w io.Writer, getenv func(string) string) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// serveMetrics serves m on addr until ctx ends; it returns the bound
-// address (port 0 picks one).
-func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, log zerolog.Logger) (string, func(), error) {
+// serveMetrics serves m on addr until ctx ends, with /healthz (the process
+// answers) and /readyz (ready answers nil: the data is reachable); it
+// returns the bound address (port 0 picks one).
+func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, ready func(context.Context) error, log zerolog.Logger) (string, func(), error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("-metrics-listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
+	ver, rev, _ := versionInfo()
+	m.SetBuildInfo(ver, rev, runtime.Version())
 	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/healthz", healthzHandler())
+	mux.Handle("/readyz", readyzHandler(ready))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintln(w, "flightd metrics: see /metrics")
+		fmt.Fprintln(w, "flightd: /metrics, /healthz, /readyz")
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

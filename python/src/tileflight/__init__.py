@@ -8,6 +8,8 @@
 
 ``client.array(name)`` is the array with TileDB-Py's indexing and NumPy
 results (:mod:`tileflight.array`); ``client.sql(text)`` runs Flight SQL.
+``tileflight.local(path="./data")`` starts a daemon of its own (the one
+``pip install "tileflight[server]"`` brings) and returns a client to it.
 
 Submodules: :mod:`tileflight.spark` (a Spark 4 data source),
 :mod:`tileflight.dask` (dask DataFrames, one partition per endpoint, and
@@ -20,11 +22,12 @@ from .client import Client, WriteResult, connect
 from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
                      Internal, InvalidArgument, NotFound, PermissionDenied, ResourceExhausted,
                      TileflightError, Unauthenticated, Unavailable, Unimplemented)
+from ._local import LocalClient, local
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Client", "WriteResult", "TileflightError", "InvalidArgument", "NotFound",
+    "connect", "local", "LocalClient", "Client", "WriteResult", "TileflightError", "InvalidArgument", "NotFound",
     "AlreadyExists", "Unauthenticated", "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
     "Aborted", "DataLoss", "Unimplemented", "Internal", "Unavailable", "Cancelled", "DeadlineExceeded",
 ]

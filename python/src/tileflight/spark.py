@@ -90,8 +90,10 @@ JVM_FORMAT = "tileflight-jvm"
 def jvm_jar() -> str:
     """The path of the JVM connector's jar, to put in ``spark.jars``.
 
-    ``$TILEFLIGHT_SPARK_JAR`` if set, else the jar ``make sparkjar`` builds in
-    this checkout (``spark-connector/target/tileflight-spark.jar``).
+    ``$TILEFLIGHT_SPARK_JAR`` if set, else the jar the wheel carries
+    (``tileflight/jars/tileflight-spark.jar``, put there by ``make release``),
+    else the jar ``make sparkjar`` builds in this checkout
+    (``spark-connector/target/tileflight-spark.jar``).
     FileNotFoundError (saying how to build it) when there is none.
     """
     import os
@@ -101,6 +103,9 @@ def jvm_jar() -> str:
             raise FileNotFoundError(f"TILEFLIGHT_SPARK_JAR={env}: no such file")
         return env
     here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "jars", "tileflight-spark.jar")
+    if os.path.isfile(bundled):
+        return bundled
     jar = os.path.normpath(os.path.join(here, "..", "..", "..", "spark-connector", "target", "tileflight-spark.jar"))
     if not os.path.isfile(jar):
         raise FileNotFoundError(f"{jar} is missing: build it with `make sparkjar` in the tileflight checkout "
