@@ -10,7 +10,7 @@ import (
 )
 
 // denseCases are the TileDB-written dense arrays: the fixture matrix (or
-// its golden subset) plus this package's own cases in testdata/dense
+// its golden subset) plus the reader's own cases in reader/testdata/dense
 // (python_tests/golden/reader_dense_cases.py).
 func denseCases(t *testing.T) []fixtures.Case {
 	t.Helper()

@@ -334,12 +334,14 @@ func canonExpectList(v fixtures.Value, elem arrow.DataType, tname string) (strin
 	return "[" + strings.Join(parts, ",") + "]", nil
 }
 
-// KeyLog records the keys of ranged reads.
+// KeyLog records the keys of ranged reads (errorfs.Wrap(st, log)); a
+// test clears Keys between reads.
 type KeyLog struct {
 	mu   sync.Mutex
 	Keys []string
 }
 
+// Inject records the key of every Get and GetRange.
 func (k *KeyLog) Inject(i errorfs.Info) error {
 	if i.Op == errorfs.OpGetRange || i.Op == errorfs.OpGet {
 		k.mu.Lock()
@@ -349,6 +351,7 @@ func (k *KeyLog) Inject(i errorfs.Info) error {
 	return nil
 }
 
+// Reads counts the recorded reads of keys holding substr.
 func (k *KeyLog) Reads(substr string) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
