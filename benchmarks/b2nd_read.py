@@ -243,7 +243,7 @@ def run(args):
         "with NumPy's switch off (`_set_madvise_hugepage(False)`), in the same rounds.",
         "",
         "How flightd reads: both reads take the direct path (every row-major read of one box,",
-        "reader/b2nddirect.go): each block's items go straight from its streams into the record",
+        "reader/ndarray/direct.go): each block's items go straight from its streams into the record",
         "batches' buffers. python-blosc2 chose split streams",
         "(one per byte plane: 5 stored raw, 2 zstd, 1 run), so flightd decompresses the 2 zstd",
         "planes of every block it needs and unshuffles (SSE2) from the raw planes where they lie",

@@ -16,7 +16,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/writer"
 )
@@ -234,7 +234,7 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 		// nothing about whether such an array exists.
 		return nil, errkind.Errorf(errkind.PermissionDenied, "array %q: this token may only create arrays under its prefixes %q", name, access.FromContext(ctx).Prefixes)
 	}
-	if reader.IsB2ND(name) {
+	if ndarray.IsB2ND(name) {
 		return s.createB2ND(ctx, name, body)
 	}
 	body, encrypted, err := takeEncrypted(body)
@@ -326,7 +326,7 @@ func (s *Service) actDrop(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if reader.IsB2ND(name) {
+	if ndarray.IsB2ND(name) {
 		if err := s.dropB2ND(ctx, name); err != nil {
 			return nil, err
 		}
@@ -427,7 +427,7 @@ func (s *Service) actPutMetadata(ctx context.Context, body []byte) (any, error) 
 	if err := s.checkArray(ctx, name); err != nil {
 		return nil, err
 	}
-	if reader.IsB2ND(name) {
+	if ndarray.IsB2ND(name) {
 		if b.Metadata == nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, `array %q: body needs "metadata": an object of key -> value`, name)
 		}

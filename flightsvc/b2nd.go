@@ -3,7 +3,7 @@ package flightsvc
 // This file holds the Blosc2 NDArray (.b2nd) side of the service:
 // create_array with "type": "b2nd", describe, vlmeta as the array's
 // metadata, DoPut of a box of cells, drop. Reads go through the shared
-// query path (reader.OpenB2ND synthesizes the schema package plan needs).
+// query path (ndarray.OpenB2ND synthesizes the schema package plan needs).
 
 import (
 	"context"

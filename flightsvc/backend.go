@@ -12,6 +12,7 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/agg"
 	"github.com/tileflight/tileflight/reader/plan"
 )
 
@@ -66,7 +67,7 @@ func (s *Service) resolve(ctx context.Context, q *query.Query) (*plan.Plan, *arr
 		return nil, nil, err
 	}
 	if q.Aggregates != nil {
-		sc, err := reader.AggregateSchema(p)
+		sc, err := agg.Schema(p)
 		return p, sc, err
 	}
 	sc, err := arrowSchema(p.Array, q.Array, p.Columns)

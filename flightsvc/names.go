@@ -10,7 +10,7 @@ import (
 	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
-	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/tdbarray"
 )
@@ -101,7 +101,7 @@ func (s *Service) checkArray(ctx context.Context, name string) error {
 	if err := s.checkName(ctx, name); err != nil {
 		return err
 	}
-	if reader.IsB2ND(name) {
+	if ndarray.IsB2ND(name) {
 		if _, err := s.cfg.Store.Stat(ctx, name); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return notFound(name)
@@ -150,11 +150,11 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 	if err := s.checkName(ctx, name); err != nil {
 		return nil, err
 	}
-	if reader.IsB2ND(name) {
+	if ndarray.IsB2ND(name) {
 		if ts != nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", name)
 		}
-		a, err := reader.OpenB2ND(ctx, s.cfg.Store, name)
+		a, err := ndarray.OpenB2ND(ctx, s.cfg.Store, name)
 		if err != nil {
 			return nil, s.openErr(ctx, name, err)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/base"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/tdbarray"
 	"github.com/tileflight/tileflight/transport"
 )
@@ -48,7 +50,7 @@ func descriptorQuery(fd *aflight.FlightDescriptor) (*query.Query, error) {
 // columns in docs/protocol.md, "Arrow type mapping" order when it names none).
 func arrowSchema(a *tdbarray.Array, name string, columns []string) (*arrow.Schema, error) {
 	if a.B2ND != nil {
-		return reader.B2NDSchema(a, columns)
+		return ndarray.B2NDSchema(a, columns)
 	}
 	s := a.Schema
 	if columns == nil {
@@ -61,7 +63,7 @@ func arrowSchema(a *tdbarray.Array, name string, columns []string) (*arrow.Schem
 	}
 	fields := make([]arrowconv.Field, 0, len(columns))
 	for _, c := range columns {
-		f, err := reader.FieldFor(s, c)
+		f, err := base.FieldFor(s, c)
 		if err != nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %q has no column %q (columns: %s)", name, c, strings.Join(columnNames(a), ", "))
 		}

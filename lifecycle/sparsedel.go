@@ -15,7 +15,7 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/commits"
 	"github.com/tileflight/tileflight/format/fragmeta"
-	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/base"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
@@ -135,14 +135,14 @@ func consolidateSparseGeneral(ctx context.Context, st storage.Store, dir string,
 	var fields []arrowconv.Field
 	var afields []arrow.Field
 	for _, d := range s.Dimensions {
-		f, err := reader.FieldFor(s, d.Name)
+		f, err := base.FieldFor(s, d.Name)
 		if err != nil {
 			return nil, err
 		}
 		fields = append(fields, f)
 	}
 	for _, a := range s.Attributes {
-		f, err := reader.FieldFor(s, a.Name)
+		f, err := base.FieldFor(s, a.Name)
 		if err != nil {
 			return nil, err
 		}

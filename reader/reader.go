@@ -1,15 +1,17 @@
-// Package reader owns the read engine: it opens an array at a query's
-// timestamp, resolves the query (package plan), and streams the result as
-// Arrow record batches under a memory budget. Dense arrays are read here
-// (space tile math, newest-fragment-wins per cell, fill values, every
-// layout, zero-copy global-order batches); sparse arrays are delegated to
-// package reader/sparse. Tiles are fetched and unfiltered by package
-// tileio.
+// Package reader owns the opening of a read: it opens the array a query
+// names at the query's timestamp (a .b2nd through reader/ndarray),
+// resolves the query (reader/plan), chooses the reader that runs it
+// (aggregates: reader/agg; .b2nd: reader/ndarray; dense: reader/dense;
+// sparse: reader/sparse) and streams its Arrow record batches under a
+// memory budget (Reader, and RecordReader for Arrow consumers). What the
+// readers share (Options, FieldFor, ZstdBatch) lives below them in
+// reader/base; Options, ZstdBatch and ZstdColumn are named here too, as
+// the types of this package's own API. It may import every reader/...
+// package; none of them imports it.
 package reader
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,45 +22,28 @@ import (
 
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/agg"
+	"github.com/tileflight/tileflight/reader/base"
+	"github.com/tileflight/tileflight/reader/dense"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/tdbarray"
 )
 
-// Options tune a read.
-type Options struct {
-	// MemoryBudget bounds the decoded tile bytes the read holds ahead of
-	// need (default tileio.DefaultMemoryBudget).
-	MemoryBudget int64
-	// MaxWorkingSet bounds the decoded tile bytes the read may need at
-	// once to progress, beyond the budget (default: see
-	// tileio.Options.MaxWorkingSet); a read needing more fails at once
-	// with errkind.ResourceExhausted.
-	MaxWorkingSet int64
-	// Workers is the number of tiles fetched and unfiltered in parallel
-	// (default GOMAXPROCS).
-	Workers int
-	// EncryptionKey opens encrypted arrays.
-	EncryptionKey []byte
-	// Cache, when set, keeps decoded schemas and fragment metadata across
-	// reads (see array.Cache); a daemon shares one between its queries.
-	Cache *tdbarray.Cache
-	// TileCache, when set, keeps decoded tiles across reads (see
-	// tileio.Cache); a daemon shares one between its queries.
-	TileCache *tileio.Cache
-	// ZstdPassThrough lets a dense read return batches whose columns are
-	// still the zstd frames they were stored in (*ZstdBatch), for a
-	// consumer that sends them on compressed: whole space tiles of one
-	// fragment, of attributes whose Arrow data buffer is the tile's bytes
-	// (arrowconv.Field.SameBytes) filtered by zstd alone, in reads without
-	// a filter or a limit. Every other batch is as without it.
-	ZstdPassThrough bool
-}
+// Options tune a read (see base.Options).
+type Options = base.Options
 
-// source is a read path: dense here, sparse in reader/sparse.
+// ZstdBatch is a record batch some of whose columns are still zstd frames
+// (Options.ZstdPassThrough; see base.ZstdBatch).
+type ZstdBatch = base.ZstdBatch
+
+// ZstdColumn is a compressed column of a ZstdBatch (see base.ZstdColumn).
+type ZstdColumn = base.ZstdColumn
+
+// source is a read path: one of the readers below.
 type source interface {
 	Next(ctx context.Context) (arrow.Record, error)
 	Close()
@@ -102,11 +87,11 @@ func OpenArray(ctx context.Context, st storage.Store, q *query.Query, key []byte
 
 // OpenArrayWith is OpenArray with the key and cache of opt.
 func OpenArrayWith(ctx context.Context, st storage.Store, q *query.Query, opt Options) (*tdbarray.Array, error) {
-	if IsB2ND(q.Array) {
+	if ndarray.IsB2ND(q.Array) {
 		if q.Timestamp != nil {
 			return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", q.Array)
 		}
-		return OpenB2ND(ctx, st, q.Array)
+		return ndarray.OpenB2ND(ctx, st, q.Array)
 	}
 	ao := tdbarray.Options{EncryptionKey: opt.EncryptionKey, Cache: opt.Cache}
 	if q.Timestamp != nil {
@@ -140,19 +125,23 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 	}
 	s := p.Array.Schema
 	if p.Query != nil && p.Query.Aggregates != nil {
-		return openAggregate(ctx, p, opt)
-	}
-	r := &Reader{plan: p}
-	if p.Array.B2ND != nil {
-		src, err := newB2NDSource(ctx, p, opt, false, nil)
+		src, err := agg.NewReader(ctx, p, opt)
 		if err != nil {
 			return nil, err
 		}
-		r.schema, r.src = src.schema, src
+		return &Reader{plan: p, schema: src.Schema(), src: src}, nil
+	}
+	r := &Reader{plan: p}
+	if p.Array.B2ND != nil {
+		src, err := ndarray.NewReader(ctx, p, opt)
+		if err != nil {
+			return nil, err
+		}
+		r.schema, r.src = src.Schema(), src
 		return r, nil
 	}
 	for _, c := range p.Columns {
-		f, err := FieldFor(s, c)
+		f, err := base.FieldFor(s, c)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", p.Array.Dir, err)
 		}
@@ -165,7 +154,7 @@ func OpenPlan(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
 	r.schema = sch
 	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey, Cache: opt.TileCache})
 	if s.IsDense() {
-		d, err := newDense(ctx, p, r.fields, sch, loader, opt)
+		d, err := dense.NewReader(ctx, p, r.fields, sch, loader, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -201,77 +190,6 @@ func (r *Reader) Close() {
 	if r.src != nil {
 		r.src.Close()
 	}
-}
-
-// FieldFor describes dimension or attribute name of s for arrowconv. An
-// enumerated attribute of a dense array whose fill value is no index of
-// its enumeration is a nullable column (see withFillIndex).
-func FieldFor(s *schema.ArraySchema, name string) (arrowconv.Field, error) {
-	if i := s.DimensionIndex(name); i >= 0 {
-		d := &s.Dimensions[i]
-		return arrowconv.Field{Name: d.Name, Type: d.Type, CellValNum: d.CellValNum, Role: arrowconv.Dimension}, nil
-	}
-	i := s.AttributeIndex(name)
-	if i < 0 {
-		return arrowconv.Field{}, errkind.Errorf(errkind.InvalidArgument, "no column %q", name)
-	}
-	at := &s.Attributes[i]
-	f := arrowconv.Field{Name: at.Name, Type: at.Type, CellValNum: at.CellValNum, Nullable: at.Nullable, Role: arrowconv.Attribute}
-	if at.EnumerationName != "" {
-		ref := s.EnumerationByName(at.EnumerationName)
-		if ref == nil || ref.Enum == nil {
-			return arrowconv.Field{}, errkind.Errorf(errkind.DataLoss, "attribute %q: enumeration %q is missing", name, at.EnumerationName)
-		}
-		e := ref.Enum
-		f.Enumeration = &arrowconv.Enumeration{Name: ref.Name, Type: e.Type, CellValNum: e.CellValNum,
-			Ordered: e.Ordered, Data: e.Data, Offsets: e.Offsets}
-		if s.IsDense() {
-			withFillIndex(at, &f)
-		}
-	}
-	return f, nil
-}
-
-// withFillIndex lets a dense read of an enumerated attribute return the
-// cells that hold the attribute's fill value as nulls when that index has
-// no enumeration value (TileDB fills unwritten cells, and cells failing a
-// filter, with it: uint8's default 255 with a 3-value enumeration). TileDB
-// returns such a cell's raw index and no value; any other index outside
-// the enumeration is still DATA_LOSS.
-func withFillIndex(at *schema.Attribute, f *arrowconv.Field) {
-	e := f.Enumeration
-	fill := at.FillValue
-	if len(fill) != at.Type.Size() || at.CellValNum != 1 {
-		return
-	}
-	var v int64
-	switch len(fill) {
-	case 1:
-		v = int64(fill[0])
-		if at.Type.IsSigned() {
-			v = int64(int8(fill[0]))
-		}
-	case 2:
-		u := binary.LittleEndian.Uint16(fill)
-		v = int64(u)
-		if at.Type.IsSigned() {
-			v = int64(int16(u))
-		}
-	case 4:
-		u := binary.LittleEndian.Uint32(fill)
-		v = int64(u)
-		if at.Type.IsSigned() {
-			v = int64(int32(u))
-		}
-	case 8:
-		v = int64(binary.LittleEndian.Uint64(fill))
-	default:
-		return
-	}
-	if v >= 0 && v < int64(e.Len()) {
-		return // the fill is a value of the enumeration: nothing to hide
-	}
-	e.HasFill, e.FillIndex = true, v
 }
 
 // RecordReader adapts r to Arrow's array.RecordReader (for Flight record

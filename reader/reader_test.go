@@ -1,4 +1,4 @@
-package reader
+package reader_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/internal/fixtures"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -25,21 +27,12 @@ func ownCase(t *testing.T, name string) (storage.Store, fixtures.Case) {
 	}
 	for _, c := range cs {
 		if c.Name == name {
-			st, _ := openCase(t, c)
+			st, _ := readtest.OpenCase(t, c)
 			return st, c
 		}
 	}
 	t.Fatalf("no case %s", name)
 	return nil, fixtures.Case{}
-}
-
-func parse(t *testing.T, js string) *query.Query {
-	t.Helper()
-	q, err := query.Parse([]byte(js))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
 }
 
 // limit is honoured exactly and the rows are the first ones of the full
@@ -48,9 +41,9 @@ func TestLimit(t *testing.T) {
 	st, c := ownCase(t, "rd_col_multirange")
 	for _, rd := range c.Expect.Reads {
 		for _, limit := range []int64{0, 1, 10, 41} {
-			q := queryFor(c, rd)
+			q := readtest.QueryFor(c, rd)
 			q.Limit, q.BatchRows = limit, 4
-			recs, _, err := readAll(t, st, q, Options{})
+			recs, _, err := readtest.ReadAll(t, st, q, reader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,17 +72,17 @@ func compareReadBatch(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []ar
 	if total != rd.NumCells {
 		t.Fatalf("%d rows, want %d", total, rd.NumCells)
 	}
-	types := typeNames(c, rd)
+	types := readtest.TypeNames(c, rd)
 	for ci, col := range rd.Columns {
 		row := 0
 		for _, r := range recs {
 			arr := r.Column(ci)
 			for i := 0; i < arr.Len(); i++ {
-				want, err := canonExpect(rd.Data[col][row], arr.DataType(), types[col])
+				want, err := readtest.CanonExpect(rd.Data[col][row], arr.DataType(), types[col])
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := canon(arr, i); got != want {
+				if got := readtest.Canon(arr, i); got != want {
 					t.Fatalf("column %q row %d: got %s, want %s", col, row, got, want)
 				}
 				row++
@@ -102,15 +95,15 @@ func compareReadBatch(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []ar
 // fill values where no fragment in it wrote.
 func TestDefaultSubarrayIsNonEmptyDomain(t *testing.T) {
 	st, _ := ownCase(t, "rd_fill_evolved") // i uint32 [0, 19]; fragments [3, 8] and [7, 11]
-	recs, _, err := readAll(t, st, parse(t, `{"array":"rd_fill_evolved","columns":["i","added"]}`), Options{})
+	recs, _, err := readtest.ReadAll(t, st, readtest.Parse(t, `{"array":"rd_fill_evolved","columns":["i","added"]}`), reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var is, added []string
 	for _, r := range recs {
 		for k := 0; k < int(r.NumRows()); k++ {
-			is = append(is, canon(r.Column(0), k))
-			added = append(added, canon(r.Column(1), k))
+			is = append(is, readtest.Canon(r.Column(0), k))
+			added = append(added, readtest.Canon(r.Column(1), k))
 		}
 	}
 	wantI := []string{"3", "4", "5", "6", "7", "8", "9", "10", "11"}
@@ -138,7 +131,7 @@ func TestOpenErrors(t *testing.T) {
 		{`{"array":"rd_col_multirange","subarray":{"q":[[1,3]]}}`, errkind.InvalidArgument},
 		{`{"array":"no_such_array"}`, errkind.NotFound},
 	} {
-		_, err := Open(context.Background(), st, parse(t, tc.q), Options{})
+		_, err := reader.Open(context.Background(), st, readtest.Parse(t, tc.q), reader.Options{})
 		if !errors.Is(err, tc.kind) {
 			t.Errorf("%s: error %v, want kind %v", tc.q, err, tc.kind)
 		}
@@ -151,7 +144,7 @@ func TestCancel(t *testing.T) {
 	st, _ := ownCase(t, "rd_mixed_3d")
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := Open(ctx, st, parse(t, `{"array":"rd_mixed_3d","batch_rows":1}`), Options{MemoryBudget: 1, Workers: 4})
+	r, err := reader.Open(ctx, st, readtest.Parse(t, `{"array":"rd_mixed_3d","batch_rows":1}`), reader.Options{MemoryBudget: 1, Workers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +179,7 @@ func TestCancel(t *testing.T) {
 
 	// A context cancelled before the first Next.
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	r2, err := Open(ctx2, st, parse(t, `{"array":"rd_mixed_3d"}`), Options{})
+	r2, err := reader.Open(ctx2, st, readtest.Parse(t, `{"array":"rd_mixed_3d"}`), reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +193,7 @@ func TestCancel(t *testing.T) {
 // The RecordReader adapter yields the same rows and closes the reader.
 func TestRecordReader(t *testing.T) {
 	st, _ := ownCase(t, "rd_mixed_3d")
-	r, err := Open(context.Background(), st, parse(t, `{"array":"rd_mixed_3d","batch_rows":16}`), Options{})
+	r, err := reader.Open(context.Background(), st, readtest.Parse(t, `{"array":"rd_mixed_3d","batch_rows":16}`), reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +221,9 @@ func TestSparseDelegates(t *testing.T) {
 	if !ok {
 		t.Skip("no sparse_string_dim case")
 	}
-	st, _ := openCase(t, c)
+	st, _ := readtest.OpenCase(t, c)
 	rd := c.Expect.Reads[0]
-	recs, _, err := readAll(t, st, &query.Query{Array: c.Name, Layout: query.Layout(rd.Layout), Limit: -1}, Options{})
+	recs, _, err := readtest.ReadAll(t, st, &query.Query{Array: c.Name, Layout: query.Layout(rd.Layout), Limit: -1}, reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

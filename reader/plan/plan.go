@@ -3,9 +3,9 @@
 // dimension, and the effective layout, limit and batch size. Resolution
 // (query JSON -> Plan) checks names, types and domains and produces
 // InvalidArgument errors that say what to fix; the read paths (dense in
-// package reader, sparse in package reader/sparse) consume a Plan. It also
-// splits a plan into disjoint queries (GetFlightInfo endpoints) and
-// estimates result sizes.
+// package reader/dense, sparse in package reader/sparse, .b2nd in
+// reader/ndarray) consume a Plan. It also splits a plan into disjoint
+// queries (GetFlightInfo endpoints) and estimates result sizes.
 package plan
 
 import (

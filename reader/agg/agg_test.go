@@ -1,4 +1,4 @@
-package reader
+package agg_test
 
 import (
 	"context"
@@ -8,51 +8,22 @@ import (
 	"io"
 	"math"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
 	"github.com/tileflight/tileflight/writer"
 )
 
-// keyLog records the keys of ranged reads.
-type keyLog struct {
-	mu   sync.Mutex
-	keys []string
-}
-
-func (k *keyLog) Inject(i errorfs.Info) error {
-	if i.Op == errorfs.OpGetRange || i.Op == errorfs.OpGet {
-		k.mu.Lock()
-		k.keys = append(k.keys, i.Key)
-		k.mu.Unlock()
-	}
-	return nil
-}
-
-func (k *keyLog) reads(substr string) int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	n := 0
-	for _, key := range k.keys {
-		if strings.Contains(key, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 // sparseFixture writes a sparse array of one int64 dimension x in
 // [0, 999] (tiles of 100 cells) and attributes v (int32, v = x - 500) and
 // n (nullable float64, null where x % 7 == 0, else x / 2), in one
 // fragment of 1000 cells (or two overlapping ones when overlap).
-func sparseFixture(t *testing.T, overlap bool) (storage.Store, *keyLog) {
+func sparseFixture(t *testing.T, overlap bool) (storage.Store, *readtest.KeyLog) {
 	t.Helper()
 	ctx := context.Background()
 	mem := storage.NewMem()
@@ -86,44 +57,8 @@ func sparseFixture(t *testing.T, overlap bool) (storage.Store, *keyLog) {
 	if overlap {
 		write(950, 999, 20, 1000)
 	}
-	log := &keyLog{}
+	log := &readtest.KeyLog{}
 	return errorfs.Wrap(mem, log), log
-}
-
-func aggRow(t *testing.T, st storage.Store, q string) map[string]any {
-	t.Helper()
-	r, err := Open(context.Background(), st, parse(t, q), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rec, err := r.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	if rec.NumRows() != 1 {
-		t.Fatalf("%d rows", rec.NumRows())
-	}
-	if _, err := r.Next(context.Background()); err != io.EOF {
-		t.Fatalf("second Next: %v", err)
-	}
-	out := map[string]any{}
-	for i, f := range rec.Schema().Fields() {
-		out[f.Name] = cell(rec.Column(i))
-	}
-	return out
-}
-
-func cell(a arrow.Array) any {
-	if a.IsNull(0) {
-		return nil
-	}
-	if b, ok := a.(*arrowarray.FixedSizeBinary); ok {
-		return string(b.Value(0))
-	}
-	s := a.ValueStr(0)
-	return s
 }
 
 // Whole tiles that no other fragment meets are answered from the tile
@@ -166,14 +101,14 @@ func TestAggregatesFromTileStats(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st, log := sparseFixture(t, c.overlap)
-			got := aggRow(t, st, c.query)
+			got := readtest.AggRow(t, st, c.query)
 			for k, v := range c.want {
 				if fmt.Sprint(got[k]) != v {
 					t.Errorf("%s = %v, want %s", k, got[k], v)
 				}
 			}
-			if read := log.reads("/a0.tdb") + log.reads("/a1.tdb"); (read > 0) != c.dataRead {
-				t.Errorf("attribute data read %d times; want reads: %v (keys %v)", read, c.dataRead, log.keys)
+			if read := log.Reads("/a0.tdb") + log.Reads("/a1.tdb"); (read > 0) != c.dataRead {
+				t.Errorf("attribute data read %d times; want reads: %v (keys %v)", read, c.dataRead, log.Keys)
 			}
 		})
 	}
@@ -191,7 +126,7 @@ func sumRange(lo, hi int) int64 {
 // attribute tile at all, and returns nothing.
 func TestFilterSkipsTilesByMinMax(t *testing.T) {
 	st, log := sparseFixture(t, false)
-	r, err := Open(context.Background(), st, parse(t, `{"array":"s","filter":"v > 10000 or v < -1000"}`), Options{})
+	r, err := reader.Open(context.Background(), st, readtest.Parse(t, `{"array":"s","filter":"v > 10000 or v < -1000"}`), reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +134,13 @@ func TestFilterSkipsTilesByMinMax(t *testing.T) {
 	if _, err := r.Next(context.Background()); err != io.EOF {
 		t.Fatalf("Next: %v, want EOF", err)
 	}
-	if n := log.reads("/a0.tdb") + log.reads("/a1.tdb") + log.reads("/d0.tdb"); n != 0 {
-		t.Fatalf("%d tile reads, want none (keys %v)", n, log.keys)
+	if n := log.Reads("/a0.tdb") + log.Reads("/a1.tdb") + log.Reads("/d0.tdb"); n != 0 {
+		t.Fatalf("%d tile reads, want none (keys %v)", n, log.Keys)
 	}
 	// The same filter with one matching value reads exactly the tiles
 	// that can match.
-	log.keys = nil
-	r2, err := Open(context.Background(), st, parse(t, `{"array":"s","filter":"v == 0"}`), Options{})
+	log.Keys = nil
+	r2, err := reader.Open(context.Background(), st, readtest.Parse(t, `{"array":"s","filter":"v == 0"}`), reader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +153,8 @@ func TestFilterSkipsTilesByMinMax(t *testing.T) {
 	if rec.NumRows() != 1 {
 		t.Fatalf("%d rows, want 1", rec.NumRows())
 	}
-	if n := log.reads("/a0.tdb"); n != 1 {
-		t.Fatalf("%d reads of v's tiles, want the one tile holding 0 (keys %v)", n, log.keys)
+	if n := log.Reads("/a0.tdb"); n != 1 {
+		t.Fatalf("%d reads of v's tiles, want the one tile holding 0 (keys %v)", n, log.Keys)
 	}
 }
 
@@ -231,7 +166,7 @@ func TestTimestampZero(t *testing.T) {
 		ts   string
 		want string
 	}{{"0", "0"}, {"[0, 0]", "0"}, {"9", "0"}, {"10", "1000"}, {"[10, 10]", "1000"}, {"[11, 20]", "0"}} {
-		got := aggRow(t, st, `{"array":"s","timestamp":`+c.ts+`,"aggregates":{"*":["count"]}}`)
+		got := readtest.AggRow(t, st, `{"array":"s","timestamp":`+c.ts+`,"aggregates":{"*":["count"]}}`)
 		if fmt.Sprint(got["count(*)"]) != c.want {
 			t.Errorf("timestamp %s: count %v, want %s", c.ts, got["count(*)"], c.want)
 		}
@@ -264,7 +199,7 @@ func TestDenseAggregatesFromTileStats(t *testing.T) {
 	}
 	write(0, 999, 10)
 	write(300, 349, 20) // same values: only the reads change
-	log := &keyLog{}
+	log := &readtest.KeyLog{}
 	st := errorfs.Wrap(mem, log)
 	for _, c := range []struct {
 		sub      string
@@ -276,8 +211,8 @@ func TestDenseAggregatesFromTileStats(t *testing.T) {
 		{`"x":[[150,249]]`, 150, 249, true},
 		{`"x":[[300,399]]`, 300, 399, true},
 	} {
-		log.keys = nil
-		got := aggRow(t, st, `{"array":"d","subarray":{`+c.sub+`},"aggregates":{"v":["sum","count","min"]}}`)
+		log.Keys = nil
+		got := readtest.AggRow(t, st, `{"array":"d","subarray":{`+c.sub+`},"aggregates":{"v":["sum","count","min"]}}`)
 		want, n := int64(0), 0
 		for x := 0; x < 1000; x++ {
 			in := x >= c.lo && x <= c.hi
@@ -292,7 +227,7 @@ func TestDenseAggregatesFromTileStats(t *testing.T) {
 		if fmt.Sprint(got["sum(v)"]) != fmt.Sprint(want) || fmt.Sprint(got["count(v)"]) != fmt.Sprint(n) {
 			t.Errorf("%s: sum %v count %v, want %d %d", c.sub, got["sum(v)"], got["count(v)"], want, n)
 		}
-		if read := log.reads("/a0.tdb"); (read > 0) != c.dataRead {
+		if read := log.Reads("/a0.tdb"); (read > 0) != c.dataRead {
 			t.Errorf("%s: attribute data read %d times, want reads: %v", c.sub, read, c.dataRead)
 		}
 	}
@@ -365,11 +300,11 @@ func TestStringMinMax(t *testing.T) {
 		{`{"array": "s", "aggregates": {"s": ["max"], "n": ["max"]}, "subarray": {"x": [[2, 3]]}}`,
 			map[string]any{"max(s)": "apple", "max(n)": nil}},
 	} {
-		if got := aggRow(t, st, c.q); fmt.Sprint(got) != fmt.Sprint(c.want) {
+		if got := readtest.AggRow(t, st, c.q); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: %v, want %v", c.q, got, c.want)
 		}
 	}
-	_, err = Open(ctx, st, parse(t, `{"array": "s", "aggregates": {"u": ["min"]}}`), Options{})
+	_, err = reader.Open(ctx, st, readtest.Parse(t, `{"array": "s", "aggregates": {"u": ["min"]}}`), reader.Options{})
 	if !errors.Is(err, errkind.InvalidArgument) || !strings.Contains(err.Error(), "string_ascii only") {
 		t.Fatalf("min of a UTF-8 string: %v", err)
 	}

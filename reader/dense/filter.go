@@ -1,4 +1,4 @@
-package reader
+package dense
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 // where nothing was written), and every attribute of a cell that fails it
 // comes back as the attribute's fill value (null for nullable attributes
 // whose fill is null); dimensions keep their coordinates.
-func (d *dense) filterChunk(c *chunk) error {
+func (d *Reader) filterChunk(c *Chunk) error {
 	pass := make([]bool, c.n)
 	prog := d.prog.Clone()
 	err := prog.Eval(func(name string) (eval.Column, error) {
@@ -115,7 +115,7 @@ func (d *dense) filterChunk(c *chunk) error {
 // skipped fragment is the newest writer of is marked in c.fail, painted
 // with the fill value, and forced to fail, which is what reading the tile
 // would have produced.
-func (d *dense) pruneTiles(c *chunk, l *chunkLayout, regs []region) error {
+func (d *Reader) pruneTiles(c *Chunk, l *chunkLayout, regs []region) error {
 	skipped := false
 	for ri := range regs {
 		r := &regs[ri]
@@ -165,7 +165,7 @@ func (d *dense) pruneTiles(c *chunk, l *chunkLayout, regs []region) error {
 
 // markWritten records in c.written which cells of the chunk a fragment
 // wrote (nil when every region is written whole).
-func (d *dense) markWritten(c *chunk, l *chunkLayout, regs []region) {
+func (d *Reader) markWritten(c *Chunk, l *chunkLayout, regs []region) {
 	mark := func(dst, src, stride, n int) {
 		for k := 0; k < n; k++ {
 			c.written[dst+k] = true
@@ -194,7 +194,7 @@ func (d *dense) markWritten(c *chunk, l *chunkLayout, regs []region) {
 // (query.Query.DropFailing): every column, dimensions included, keeps the
 // passing cells in order. The columns are copied, never compacted in
 // place, since a dimension column may be shared between chunks.
-func (d *dense) dropFailing(c *chunk, pass []bool) error {
+func (d *Reader) dropFailing(c *Chunk, pass []bool) error {
 	n := 0
 	for _, ok := range pass {
 		if ok {

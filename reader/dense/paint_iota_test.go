@@ -1,4 +1,4 @@
-package reader
+package dense
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package reader
+package ndarray_test
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/tileflight/tileflight/b2nd"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -47,7 +49,7 @@ func b2ndValue(f b2nd.Field, v []byte) float64 {
 // fixtures against values computed here from the raw cells.
 func TestB2NDFilterAggregates(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join("..", "testdata", "b2nd")
+	dir := filepath.Join("..", "..", "testdata", "b2nd")
 	st, err := storage.NewLocal(filepath.Join(dir, "arrays"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +84,7 @@ func TestB2NDFilterAggregates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := OpenB2ND(ctx, st, tc.array+".b2nd")
+			a, err := ndarray.OpenB2ND(ctx, st, tc.array+".b2nd")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +155,7 @@ func TestB2NDFilterAggregates(t *testing.T) {
 			}
 			for _, batch := range []int{7, 0} {
 				q := &query.Query{Array: tc.array + ".b2nd", Columns: []string{tc.field}, Filter: filter, Subarray: subq, Limit: -1, BatchRows: batch}
-				r, err := Open(ctx, st, q, Options{Workers: 2})
+				r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2})
 				if err != nil {
 					t.Fatalf("%s: %v", filter, err)
 				}
@@ -167,7 +169,7 @@ func TestB2NDFilterAggregates(t *testing.T) {
 			q := &query.Query{Array: tc.array + ".b2nd", Filter: filter, Subarray: subq, Limit: -1,
 				Aggregates: []query.Aggregate{{Op: "sum", Field: tc.field}, {Op: "min", Field: tc.field}, {Op: "max", Field: tc.field},
 					{Op: "mean", Field: tc.field}, {Op: "count", Field: "*"}, {Op: "count", Field: tc.field}}}
-			r, err := Open(ctx, st, q, Options{Workers: 2})
+			r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2})
 			if err != nil {
 				t.Fatalf("%s: aggregates: %v", filter, err)
 			}
@@ -195,10 +197,10 @@ func TestB2NDFilterAggregates(t *testing.T) {
 			}
 			// Without the filter: every cell of the subarray (special chunks
 			// taken whole).
-			before := b2ndSpecialChunks.Load()
+			before := ndarray.SpecialChunks.Load()
 			qa := &query.Query{Array: tc.array + ".b2nd", Subarray: subq, Limit: -1,
 				Aggregates: []query.Aggregate{{Op: "sum", Field: tc.field}, {Op: "min", Field: tc.field}, {Op: "max", Field: tc.field}, {Op: "count", Field: "*"}}}
-			ra, err := Open(ctx, st, qa, Options{Workers: 2})
+			ra, err := reader.Open(ctx, st, qa, reader.Options{Workers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +217,7 @@ func TestB2NDFilterAggregates(t *testing.T) {
 				asum += v
 				amin, amax = math.Min(amin, v), math.Max(amax, v)
 			}
-			if tc.array == "g_zeros_s" && b2ndSpecialChunks.Load() == before {
+			if tc.array == "g_zeros_s" && ndarray.SpecialChunks.Load() == before {
 				t.Errorf("no special chunk was aggregated whole")
 			}
 			for i, w := range []float64{asum, amin, amax, float64(len(coords))} {
@@ -264,7 +266,7 @@ func TestB2NDFilterAggregates(t *testing.T) {
 }
 
 func TestB2NDFilterErrors(t *testing.T) {
-	st, _ := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	st, _ := storage.NewLocal(filepath.Join("..", "..", "testdata", "b2nd", "arrays"))
 	for _, q := range []*query.Query{
 		{Array: "g_lef8.b2nd", Filter: "nope > 1", Limit: -1},
 		{Array: "g_lef8.b2nd", Filter: "dim0 > 1", Limit: -1}, // dense: TileDB refuses it too
@@ -273,7 +275,7 @@ func TestB2NDFilterErrors(t *testing.T) {
 		{Array: "g_lef8.b2nd", Aggregates: []query.Aggregate{{Op: "null_count", Field: "value"}}, Limit: -1},
 		{Array: "g_leU3.b2nd", Aggregates: []query.Aggregate{{Op: "sum", Field: "value"}}, Limit: -1},
 	} {
-		_, err := Open(context.Background(), st, q, Options{})
+		_, err := reader.Open(context.Background(), st, q, reader.Options{})
 		if k := errkind.Of(err); k != errkind.InvalidArgument {
 			t.Errorf("%s / %v: %v (%v), want InvalidArgument", q.Filter, q.Aggregates, err, k)
 		}

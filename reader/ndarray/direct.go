@@ -1,4 +1,4 @@
-package reader
+package ndarray
 
 // The direct read path of .b2nd arrays: a row-major read of one box (one
 // range per dimension) decodes each block straight into the record
@@ -47,7 +47,7 @@ var b2ndDirectBlock func(blockKey)
 // order (any order of a 1-D array), one range per dimension, no filter,
 // returned fields that are the whole item (a plain dtype), and a
 // block-row of the first dimension that fits the budget.
-func (s *b2ndSource) direct() bool {
+func (s *Reader) direct() bool {
 	if s.prog != nil || s.passCol || s.special != nil || s.nout == 0 || len(s.cols) != s.nout {
 		return false
 	}
@@ -148,7 +148,7 @@ func (e *directEmit) flush(ctx context.Context) error {
 }
 
 // runDirect reads the subarray by the direct path (see direct).
-func (s *b2ndSource) runDirect(ctx context.Context) error {
+func (s *Reader) runDirect(ctx context.Context) error {
 	b2ndDirectReads.Add(1)
 	nd := s.nd
 	is := int64(s.a.ItemSize)
@@ -266,13 +266,13 @@ func (s *b2ndSource) runDirect(ctx context.Context) error {
 // more): small enough that three groups (one decoding, one queued, one
 // being sent) stay well inside the query's budget, large enough that
 // every worker gets several blocks.
-func (s *b2ndSource) directGroupBytes() int64 {
+func (s *Reader) directGroupBytes() int64 {
 	return max(1, min(s.opt.MemoryBudget/8, b2ndDirectGroupBytes))
 }
 
 // closeChunksBefore closes the open chunks whose coordinate along the
 // first dimension is below ch (the groups have gone past them).
-func (s *b2ndSource) closeChunksBefore(ch int64) {
+func (s *Reader) closeChunksBefore(ch int64) {
 	inner := int64(1)
 	for k := 1; k < s.nd; k++ {
 		inner *= s.a.ChunksPer[k]
@@ -298,7 +298,7 @@ type directJob struct {
 // of the subarray along the last dimension, its bytes in the block and
 // their place in the batch holding them (split where batches end, joined
 // where consecutive lines are consecutive in both).
-func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total, br int64, batch func(int64) *directBatch) []directJob {
+func (s *Reader) directJobs(grp [][][2]int64, lo, ext, stride []int64, total, br int64, batch func(int64) *directBatch) []directJob {
 	nd := s.nd
 	is := int64(s.a.ItemSize)
 	bstride := make([]int64, nd)
@@ -382,7 +382,7 @@ func (s *b2ndSource) directJobs(grp [][][2]int64, lo, ext, stride []int64, total
 
 // decodeDirect decodes the jobs' blocks into their runs (decodePieces),
 // telling em as each block is done.
-func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, em *directEmit) error {
+func (s *Reader) decodeDirect(ctx context.Context, jobs []directJob, em *directEmit) error {
 	return decodePieces(ctx, s, jobs, func(j *directJob) blockKey { return j.key }, 4,
 		func(n int64, oc *openChunk, piece []directJob, raw []byte, lo int) error {
 			c := oc.c
@@ -427,7 +427,7 @@ func (s *b2ndSource) decodeDirect(ctx context.Context, jobs []directJob, em *dir
 // record is released, for the numeric dtypes whose column is a view of
 // it), the coordinates are computed. The batch's buffer is the record's
 // from then on.
-func (s *b2ndSource) directRecord(db *directBatch, lo, ext []int64) (arrow.RecordBatch, error) {
+func (s *Reader) directRecord(db *directBatch, lo, ext []int64) (arrow.RecordBatch, error) {
 	arrs := make([]arrow.Array, len(s.cols))
 	defer func() {
 		for _, a := range arrs {

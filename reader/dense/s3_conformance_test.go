@@ -1,27 +1,17 @@
-package reader
+package dense_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/internal/s3test"
-	"github.com/tileflight/tileflight/reader/tileio"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/storage/s3"
 )
 
-func TestMain(m *testing.M) {
-	// Pooled tiles are overwritten when recycled, so that a read of one
-	// after its release fails the tests instead of passing by luck.
-	bufpool.SetPoison(bufpool.Poison)
-	// Bytes of a tile decoded in part that were not decoded are 0xA5
-	// (tileio.LoadRange), so that painting one fails the tests too.
-	tileio.SetPartialMode(tileio.PartialPoison)
-	code := m.Run()
-	s3test.Stop()
-	os.Exit(code)
-}
+// TestMain: see readtest.Main (poisoned buffers).
+func TestMain(m *testing.M) { readtest.Main(m) }
 
 // TestDenseConformanceS3 reruns every dense read TileDB recorded with the
 // arrays in a bucket of a real S3 server: the same cells in the same
@@ -36,16 +26,16 @@ func TestDenseConformanceS3(t *testing.T) {
 		// matrix and this package's own cases.
 		sub := s3test.OpenBucket(t, st, filepath.Join("c", itoa(i)))
 		s3test.UploadDir(t, sub, c.Dir, filepath.Base(c.Dir))
-		_, key := openCase(t, c)
+		_, key := readtest.OpenCase(t, c)
 		for _, rd := range c.Expect.Reads {
 			t.Run(c.Name+"/"+rd.Name, func(t *testing.T) {
-				q := queryFor(c, rd)
+				q := readtest.QueryFor(c, rd)
 				q.BatchRows = 7
-				recs, _, err := readAll(t, sub, q, Options{EncryptionKey: key, Workers: 3})
+				recs, _, err := readtest.ReadAll(t, sub, q, reader.Options{EncryptionKey: key, Workers: 3})
 				if err != nil {
 					t.Fatal(err)
 				}
-				compareRead(t, c, rd, recs)
+				readtest.CompareRead(t, c, rd, recs)
 				for _, r := range recs {
 					r.Release()
 				}

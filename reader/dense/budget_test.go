@@ -1,4 +1,4 @@
-package reader
+package dense_test
 
 import (
 	"context"
@@ -15,17 +15,19 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/internal/fixtures"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 )
 
 // readTimed runs q under a deadline: a read that waits on its own memory
 // budget shows up as a deadline error instead of a hung test.
-func readTimed(t *testing.T, st storage.Store, q *query.Query, opt Options) ([]arrow.Record, error) {
+func readTimed(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.Record, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := Open(ctx, st, q, opt)
+	r, err := reader.Open(ctx, st, q, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func canonRows(recs []arrow.Record) []string {
 		for i := 0; i < int(r.NumRows()); i++ {
 			var b strings.Builder
 			for c := 0; c < int(r.NumCols()); c++ {
-				b.WriteString(canon(r.Column(c), i))
+				b.WriteString(readtest.Canon(r.Column(c), i))
 				b.WriteByte('|')
 			}
 			out = append(out, b.String())
@@ -67,7 +69,7 @@ func canonRows(recs []arrow.Record) []string {
 // tileCharges returns the largest charge of one field tile of the array's
 // fragments and the number of fragments.
 func tileCharges(t *testing.T, st storage.Store, q *query.Query, key []byte) (int64, int) {
-	a, err := OpenArray(context.Background(), st, q, key)
+	a, err := reader.OpenArray(context.Background(), st, q, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func tileCharges(t *testing.T, st storage.Store, q *query.Query, key []byte) (in
 // layout TileDB recorded, TileDB's cells), or fail at once with
 // ResourceExhausted; none may wait on its own budget.
 func TestTinyBudgets(t *testing.T) {
-	own, err := fixtures.LoadDir(filepath.Join("testdata", "dense"))
+	own, err := fixtures.LoadDir(filepath.Join("..", "testdata", "dense"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +119,11 @@ func TestTinyBudgets(t *testing.T) {
 		if len(c.Expect.Reads) == 0 {
 			continue
 		}
-		st, key := openCase(t, c)
+		st, key := readtest.OpenCase(t, c)
 		rd := c.Expect.Reads[len(c.Expect.Reads)-1]
 		var q0 *query.Query
 		if c.Expect.Schema.Type == "dense" {
-			q0 = queryFor(c, rd)
+			q0 = readtest.QueryFor(c, rd)
 		} else {
 			q0 = &query.Query{Array: filepath.Base(c.Dir), Columns: rd.Columns, Layout: query.Layout(rd.Layout), Limit: -1}
 			if rd.Timestamp != nil {
@@ -142,13 +144,13 @@ func TestTinyBudgets(t *testing.T) {
 				q := *q0
 				q.Layout = l
 				q.BatchRows = 7
-				ref, err := readTimed(t, st, &q, Options{EncryptionKey: key})
+				ref, err := readTimed(t, st, &q, reader.Options{EncryptionKey: key})
 				if err != nil {
 					t.Fatalf("%s: %v", l, err)
 				}
 				want := canonRows(ref)
 				for _, budget := range []int64{1, tile, int64(k-1) * tile} {
-					got, err := readTimed(t, st, &q, Options{EncryptionKey: key, MemoryBudget: budget, Workers: 3})
+					got, err := readTimed(t, st, &q, reader.Options{EncryptionKey: key, MemoryBudget: budget, Workers: 3})
 					if err != nil {
 						t.Fatalf("%s, budget %d: %v", l, budget, err)
 					}
@@ -156,7 +158,7 @@ func TestTinyBudgets(t *testing.T) {
 						t.Fatalf("%s, budget %d: %d rows differ from the unconstrained read's %d", l, budget, len(canonRows(got)), len(want))
 					}
 					if string(l) == rd.Layout && c.Expect.Schema.Type == "dense" {
-						compareRead(t, c, rd, got)
+						readtest.CompareRead(t, c, rd, got)
 					}
 				}
 			}
@@ -178,11 +180,11 @@ func TestWorkingSetFailsFast(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s fixture", name)
 		}
-		st, key := openCase(t, c)
+		st, key := readtest.OpenCase(t, c)
 		for _, l := range []query.Layout{query.LayoutGlobal, query.LayoutRowMajor} {
 			q := &query.Query{Array: c.Name, Layout: l, Limit: -1}
 			start := time.Now()
-			_, err := readTimed(t, st, q, Options{EncryptionKey: key, MemoryBudget: 1, MaxWorkingSet: 1})
+			_, err := readTimed(t, st, q, reader.Options{EncryptionKey: key, MemoryBudget: 1, MaxWorkingSet: 1})
 			if err == nil {
 				t.Fatalf("%s %s: read with a 1-byte working set succeeded", name, l)
 			}

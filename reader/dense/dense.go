@@ -1,4 +1,15 @@
-package reader
+// Package dense owns the read path of dense arrays: space tile math, the
+// chunks a subarray is cut into and built in parallel ahead of the
+// consumer, newest-fragment-wins painting with fill values, every layout,
+// zero-copy batches of whole tiles (and, with base.Options.ZstdPassThrough,
+// batches still in their tiles' zstd frames), and the dense semantics of
+// a filter (failing cells come back as fill values, or are dropped) with
+// tiles pruned by their statistics. Package reader hands dense plans to
+// NewReader; package reader/agg feeds aggregates from NewAggReader's
+// chunks. It imports reader/base, reader/plan, reader/eval, reader/tileio
+// and reader/sparse (tile statistics), never package reader or
+// reader/agg.
+package dense
 
 import (
 	"context"
@@ -17,6 +28,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/base"
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/tileio"
@@ -150,8 +162,9 @@ func (fr *frag) tileIndex(t []uint64) uint64 {
 	return idx
 }
 
-// chunk is one unit of work.
-type chunk struct {
+// Chunk is one unit of work. An aggregate read (NewAggReader) sees the
+// built chunks through NextChunk and the accessors below.
+type Chunk struct {
 	dims   [][]piece
 	rowMaj bool // result order of the chunk's cross product
 	// full is set when the chunk is exactly one whole space tile in the
@@ -194,7 +207,32 @@ type colData struct {
 	zstdEnds                []int // the cell after each of zstd's chunks (cutZstd)
 }
 
-type dense struct {
+// N is the number of cells of a built chunk.
+func (c *Chunk) N() int { return c.n }
+
+// Column is column i (in the order of the fields the read was started
+// with) of a built chunk in arrowconv.NewColumn's conventions: fixed-size
+// cells back to back, or var-sized cells by their start offsets (uint64,
+// the last cell ending at len(data)); validity is nil when the field is
+// not nullable.
+func (c *Chunk) Column(i int) (data, offsets, validity []byte) {
+	col := &c.cols[i]
+	return col.data, col.offsets, col.validity
+}
+
+// Pass marks the cells that pass the filter (nil: all).
+func (c *Chunk) Pass() []bool { return c.pass }
+
+// Written marks the cells some fragment wrote (nil: all).
+func (c *Chunk) Written() []bool { return c.written }
+
+// Answered tells that the aggregates took the chunk from tile statistics
+// (NewAggReader's stats): it has no columns.
+func (c *Chunk) Answered() bool { return c.answered }
+
+// Reader streams the result of one dense read. It is not safe for
+// concurrent use.
+type Reader struct {
 	p      *plan.Plan
 	g      *geom
 	frags  []*frag // oldest first
@@ -202,17 +240,17 @@ type dense struct {
 	schema *arrow.Schema
 	loader *tileio.Loader
 	attrs  map[string]*schema.Attribute
-	opt    Options
+	opt    base.Options
 
 	chunkCells uint64
 	window     int // tiles one chunk loads at once
 
 	bg      context.Context
 	cancel  context.CancelFunc
-	ordered chan *chunk
+	ordered chan *Chunk
 	wg      sync.WaitGroup
 
-	cur      *chunk
+	cur      *Chunk
 	pos      int
 	emitted  int64
 	builders []*arrowconv.ColumnBuilder
@@ -236,18 +274,24 @@ type dense struct {
 	stats func(f *tdbarray.Fragment, tile, cells uint64) (bool, error)
 }
 
-func newDense(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options) (*dense, error) {
-	return newDenseWith(ctx, p, fields, sch, loader, opt, false, nil)
+// NewReader starts reading the dense plan p: fields are the Arrow-facing
+// fields of p.Columns, sch their schema, loader the opened array's.
+func NewReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt base.Options) (*Reader, error) {
+	return newReader(ctx, p, fields, sch, loader, opt, false, nil)
 }
 
-// newDenseAgg starts a dense read whose chunks feed aggregates.
-func newDenseAgg(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options,
-	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
-	return newDenseWith(ctx, p, fields, sch, loader, opt, true, stats)
+// NewAggReader starts a dense read whose chunks feed aggregates (read
+// them with NextChunk): cells failing the filter are marked in
+// Chunk.Pass instead of being overwritten, unwritten cells in
+// Chunk.Written, and stats, when set, may answer a whole space tile that
+// one fragment wrote from its tile statistics (see sparse.Input.Stats).
+func NewAggReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt base.Options,
+	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*Reader, error) {
+	return newReader(ctx, p, fields, sch, loader, opt, true, stats)
 }
 
-func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt Options, agg bool,
-	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*dense, error) {
+func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch *arrow.Schema, loader *tileio.Loader, opt base.Options, agg bool,
+	stats func(*tdbarray.Fragment, uint64, uint64) (bool, error)) (*Reader, error) {
 	s := p.Array.Schema
 	g, err := newGeom(s)
 	if err != nil {
@@ -256,7 +300,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 	if n, ok := plan.EstimateRows(&plan.Plan{Array: p.Array, Subarray: p.Subarray, Limit: -1, Empty: p.Empty}); !ok || n < 0 {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: the subarray has more than 2^63 cells", p.Array.Dir)
 	}
-	d := &dense{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg, stats: stats}
+	d := &Reader{p: p, g: g, fields: fields, schema: sch, loader: loader, opt: opt, attrs: map[string]*schema.Attribute{}, nout: len(fields), agg: agg, stats: stats}
 	for i := range s.Attributes {
 		d.attrs[s.Attributes[i].Name] = &s.Attributes[i]
 	}
@@ -268,7 +312,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 			if slices.ContainsFunc(d.fields, func(f arrowconv.Field) bool { return f.Name == cf.Name }) {
 				continue
 			}
-			f, err := FieldFor(s, cf.Name)
+			f, err := base.FieldFor(s, cf.Name)
 			if err != nil {
 				return nil, fmt.Errorf("array %s: filter: %w", p.Array.Dir, err)
 			}
@@ -325,8 +369,8 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 	}
 	d.bg, d.cancel = context.WithCancel(ctx)
 	ahead := opt.Workers + 2
-	d.ordered = make(chan *chunk, ahead)
-	work := make(chan *chunk, ahead)
+	d.ordered = make(chan *Chunk, ahead)
+	work := make(chan *Chunk, ahead)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -335,7 +379,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 		if p.Empty {
 			return
 		}
-		d.generate(func(c *chunk) bool {
+		d.generate(func(c *Chunk) bool {
 			c.done = make(chan struct{})
 			c.need = make(chan struct{})
 			select {
@@ -369,7 +413,7 @@ func newDenseWith(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, s
 }
 
 // slices converts the plan's subarray to pieces per dimension.
-func (d *dense) slices() [][]piece {
+func (d *Reader) slices() [][]piece {
 	out := make([][]piece, d.g.nd)
 	for i, rs := range d.p.Subarray {
 		for _, r := range rs {
@@ -382,7 +426,7 @@ func (d *dense) slices() [][]piece {
 
 // generate calls emit with every chunk in result order until it returns
 // false.
-func (d *dense) generate(emit func(*chunk) bool) {
+func (d *Reader) generate(emit func(*Chunk) bool) {
 	all := d.slices()
 	switch d.p.Layout {
 	case query.LayoutRowMajor, query.LayoutColMajor:
@@ -413,7 +457,7 @@ func count(ps []piece) uint64 {
 // and cell orders agree with the layout, every dimension but the slowest
 // is one range inside one space tile, the slowest dimension's ranges are
 // increasing and disjoint, and a tile's part is big enough to be a chunk.
-func (d *dense) orderIsGlobal(all [][]piece, rowMaj bool) bool {
+func (d *Reader) orderIsGlobal(all [][]piece, rowMaj bool) bool {
 	g := d.g
 	if g.tileRow != rowMaj || g.cellRow != rowMaj {
 		return false
@@ -444,7 +488,7 @@ func (d *dense) orderIsGlobal(all [][]piece, rowMaj bool) bool {
 // when a row-major read takes the global path.
 const minGlobalChunkCells = 1 << 16
 
-func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bool) {
+func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) bool) {
 	g := d.g
 	slow := 0
 	if !rowMaj {
@@ -495,7 +539,7 @@ func (d *dense) generateOrdered(all [][]piece, rowMaj bool, emit func(*chunk) bo
 		copy(dims, all)
 		dims[slow] = cur
 		cur, curRows = nil, 0
-		return emit(&chunk{dims: dims, rowMaj: rowMaj})
+		return emit(&Chunk{dims: dims, rowMaj: rowMaj})
 	}
 	for _, grp := range groups {
 		gr := count(grp)
@@ -549,7 +593,7 @@ func tileSplit(ps []piece, ext uint64) (tiles []uint64, parts map[uint64][]piece
 	return tiles, parts
 }
 
-func (d *dense) generateGlobal(all [][]piece, emit func(*chunk) bool) {
+func (d *Reader) generateGlobal(all [][]piece, emit func(*Chunk) bool) {
 	g := d.g
 	tiles := make([][]uint64, g.nd)
 	parts := make([]map[uint64][]piece, g.nd)
@@ -570,7 +614,7 @@ func (d *dense) generateGlobal(all [][]piece, emit func(*chunk) bool) {
 				full = false
 			}
 		}
-		if !emit(&chunk{dims: dims, rowMaj: g.cellRow, full: full}) {
+		if !emit(&Chunk{dims: dims, rowMaj: g.cellRow, full: full}) {
 			return
 		}
 		// Advance in tile order.
@@ -593,7 +637,7 @@ func (d *dense) generateGlobal(all [][]piece, emit func(*chunk) bool) {
 }
 
 // Next assembles the next record batch from built chunks.
-func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
+func (d *Reader) Next(ctx context.Context) (arrow.Record, error) {
 	if d.done {
 		return nil, io.EOF
 	}
@@ -611,7 +655,7 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 	have := 0
 	for have < want {
 		if d.cur == nil || d.pos >= d.cur.n {
-			c, err := d.nextChunk(ctx)
+			c, err := d.NextChunk(ctx)
 			if err == io.EOF {
 				break
 			}
@@ -670,8 +714,10 @@ func (d *dense) Next(ctx context.Context) (arrow.Record, error) {
 	return arrowarray.NewRecordBatch(d.schema, cols, int64(have)), nil
 }
 
-func (d *dense) nextChunk(ctx context.Context) (*chunk, error) {
-	var c *chunk
+// NextChunk waits for the next built chunk in result order, or returns
+// io.EOF after the last one.
+func (d *Reader) NextChunk(ctx context.Context) (*Chunk, error) {
+	var c *Chunk
 	var ok bool
 	select {
 	case c, ok = <-d.ordered:
@@ -713,7 +759,7 @@ func sliceCol(f arrowconv.Field, c *colData, i, j, n int) (data, offs, valid []b
 	return c.data[i*cs : j*cs], nil, valid
 }
 
-func (d *dense) finish() {
+func (d *Reader) finish() {
 	if d.done {
 		return
 	}
@@ -728,7 +774,7 @@ func (d *dense) finish() {
 }
 
 // Close stops the read; workers stop at their next tile.
-func (d *dense) Close() {
+func (d *Reader) Close() {
 	d.finish()
 	d.wg.Wait()
 }

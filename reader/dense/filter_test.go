@@ -1,4 +1,4 @@
-package reader
+package dense_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/storage/errorfs"
 	"github.com/tileflight/tileflight/writer"
@@ -60,7 +62,7 @@ func TestDenseFilterSkipsTilesByMinMax(t *testing.T) {
 	write("b", 300, 349, 20)
 	fillV := int32(binary.LittleEndian.Uint32(s.Attributes[0].FillValue))
 	fillS := string(s.Attributes[1].FillValue)
-	log := &keyLog{}
+	log := &readtest.KeyLog{}
 	st := errorfs.Wrap(mem, log)
 	for _, c := range []struct {
 		filter       string
@@ -78,9 +80,9 @@ func TestDenseFilterSkipsTilesByMinMax(t *testing.T) {
 		{"v == 10 or v < -10190", 0, 999, func(v int32) bool { return v == 10 || v < -10190 }, 1, 1},
 	} {
 		name := fmt.Sprintf("%s over [%d, %d]", c.filter, c.lo, c.hi)
-		log.keys = nil
-		q := parse(t, fmt.Sprintf(`{"array":"d","subarray":{"x":[[%d,%d]]},"filter":%q}`, c.lo, c.hi, c.filter))
-		recs, _, err := readAll(t, st, q, Options{})
+		log.Keys = nil
+		q := readtest.Parse(t, fmt.Sprintf(`{"array":"d","subarray":{"x":[[%d,%d]]},"filter":%q}`, c.lo, c.hi, c.filter))
+		recs, _, err := readtest.ReadAll(t, st, q, reader.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -112,15 +114,15 @@ func TestDenseFilterSkipsTilesByMinMax(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: got %d rows %.300v\nwant %d rows %.300v", name, len(got), got, len(want), want)
 		}
-		if n := log.reads(names["a"] + "/a0.tdb"); n != c.readA {
+		if n := log.Reads(names["a"] + "/a0.tdb"); n != c.readA {
 			t.Errorf("%s: %d tiles of v read from fragment a, want %d", name, n, c.readA)
 		}
-		if n := log.reads(names["b"] + "/a0.tdb"); n != c.readB {
+		if n := log.Reads(names["b"] + "/a0.tdb"); n != c.readB {
 			t.Errorf("%s: %d tiles of v read from fragment b, want %d", name, n, c.readB)
 		}
 		// Aggregates over the same filter see the same passing cells
 		// (dense count(*) counts every cell, as TileDB's; sum does not).
-		agg := aggRow(t, st, fmt.Sprintf(`{"array":"d","subarray":{"x":[[%d,%d]]},"filter":%q,"aggregates":{"v":["sum"]}}`, c.lo, c.hi, c.filter))
+		agg := readtest.AggRow(t, st, fmt.Sprintf(`{"array":"d","subarray":{"x":[[%d,%d]]},"filter":%q,"aggregates":{"v":["sum"]}}`, c.lo, c.hi, c.filter))
 		if fmt.Sprint(agg["sum(v)"]) != fmt.Sprint(sum) {
 			t.Errorf("%s: sum(v) %v, want %d", name, agg["sum(v)"], sum)
 		}

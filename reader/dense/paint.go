@@ -1,4 +1,4 @@
-package reader
+package dense
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type chunkLayout struct {
 	ord []int
 }
 
-func (d *dense) layoutOf(c *chunk) chunkLayout {
+func (d *Reader) layoutOf(c *Chunk) chunkLayout {
 	nd := d.g.nd
 	l := chunkLayout{cnt: make([]int, nd), rs: make([]int, nd), ord: make([]int, nd)}
 	n := uint64(1)
@@ -66,7 +66,7 @@ func (d *dense) layoutOf(c *chunk) chunkLayout {
 }
 
 // regions splits a chunk by space tile.
-func (d *dense) regions(c *chunk) []region {
+func (d *Reader) regions(c *Chunk) []region {
 	g := d.g
 	nd := g.nd
 	tiles := make([][]uint64, nd)
@@ -126,7 +126,7 @@ func (d *dense) regions(c *chunk) []region {
 // paintList returns the fragments to paint a region with, oldest first,
 // and whether unwritten cells need the fill value first: the newest
 // fragment covering the whole region hides everything older.
-func (d *dense) paintList(r *region) (list []*frag, fill bool) {
+func (d *Reader) paintList(r *region) (list []*frag, fill bool) {
 	fill = true
 	for k := len(d.frags) - 1; k >= 0; k-- {
 		fr := d.frags[k]
@@ -159,7 +159,7 @@ func (d *dense) paintList(r *region) (list []*frag, fill bool) {
 // [lo, hi] (absolute offsets; nil = no restriction): dst is the first
 // result position (the run's result positions are consecutive), src the
 // first cell position in the tile and stride the tile step between cells.
-func (d *dense) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, src, stride, n int)) {
+func (d *Reader) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, src, stride, n int)) {
 	g := d.g
 	nd := g.nd
 	subs := r.subs
@@ -201,7 +201,7 @@ func (d *dense) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, sr
 }
 
 // build loads the chunk's tiles and assembles its columns.
-func (d *dense) build(ctx context.Context, c *chunk) error {
+func (d *Reader) build(ctx context.Context, c *Chunk) error {
 	l := d.layoutOf(c)
 	// A chunk is at least one coordinate of the slowest dimension (or one
 	// space tile): when that alone is absurdly large, refuse rather than
@@ -289,7 +289,7 @@ type tileRef struct {
 // box's low and high corners are its first and last cells (gaps between
 // a dimension's runs only make the range wider than needed). ok is false
 // when the region and the fragment do not meet.
-func (d *dense) cellRange(r *region, fr *frag, cs int) (lo, hi uint64, ok bool) {
+func (d *Reader) cellRange(r *region, fr *frag, cs int) (lo, hi uint64, ok bool) {
 	g := d.g
 	var first, last uint64
 	for i := range r.lo {
@@ -306,7 +306,7 @@ func (d *dense) cellRange(r *region, fr *frag, cs int) (lo, hi uint64, ok bool) 
 
 // load loads a tile of chunk c: it waits for room in the budget until the
 // consumer waits for c.
-func (d *dense) load(ctx context.Context, c *chunk, r tileRef) (*tileio.Tile, error) {
+func (d *Reader) load(ctx context.Context, c *Chunk, r tileRef) (*tileio.Tile, error) {
 	fr, name, t := r.fr, r.name, r.t
 	var tile *tileio.Tile
 	var err error
@@ -330,7 +330,7 @@ func (d *dense) load(ctx context.Context, c *chunk, r tileRef) (*tileio.Tile, er
 // loadInOrder loads refs, up to d.window at once, and calls use with each
 // tile in the order of refs (painting order matters: newer fragments
 // paint over older ones); each tile is released after use.
-func (d *dense) loadInOrder(ctx context.Context, c *chunk, refs []tileRef, use func(i int, t *tileio.Tile) error) error {
+func (d *Reader) loadInOrder(ctx context.Context, c *Chunk, refs []tileRef, use func(i int, t *tileio.Tile) error) error {
 	if d.window <= 1 || len(refs) <= 1 {
 		for i, r := range refs {
 			t, err := d.load(ctx, c, r)
@@ -409,7 +409,7 @@ func (d *dense) loadInOrder(ctx context.Context, c *chunk, refs []tileRef, use f
 	return nil
 }
 
-func (d *dense) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uint64) error {
+func (d *Reader) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uint64) error {
 	if tile.Cells != d.g.tileSize ||
 		(!f.IsVar() && uint64(len(tile.Data)) != tile.Cells*uint64(f.CellSize())) ||
 		(f.IsVar() && uint64(len(tile.Offsets)) != 8*(tile.Cells+1)) ||
@@ -421,7 +421,7 @@ func (d *dense) checkTile(fr *frag, f arrowconv.Field, tile *tileio.Tile, ti uin
 }
 
 // wrapTile makes the chunk's attribute columns the tile buffers themselves.
-func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) error {
+func (d *Reader) wrapTile(ctx context.Context, c *Chunk, fr *frag, t []uint64) error {
 	var refs []tileRef
 	var cols []int
 	for i, f := range d.fields {
@@ -470,7 +470,7 @@ func (d *dense) wrapTile(ctx context.Context, c *chunk, fr *frag, t []uint64) er
 	return d.cutZstd(c)
 }
 
-func (d *dense) fillColumn(f arrowconv.Field, n int) (colData, error) {
+func (d *Reader) fillColumn(f arrowconv.Field, n int) (colData, error) {
 	at := d.attrs[f.Name]
 	var col colData
 	if f.IsVar() {
@@ -507,7 +507,7 @@ func repeat(dst, pat []byte) {
 	}
 }
 
-func (d *dense) buildFixed(ctx context.Context, c *chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
+func (d *Reader) buildFixed(ctx context.Context, c *Chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
 	at := d.attrs[f.Name]
 	cs := f.CellSize()
 	if len(at.FillValue) != cs {
@@ -647,7 +647,7 @@ func copyStrided(dst, src []byte, s, stride, n, cs int) {
 // buildVar maps every result cell to its source (a fragment tile's cell,
 // or the fill value), then copies each source tile's cells out while it is
 // loaded, and finally assembles offsets and values in result order.
-func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
+func (d *Reader) buildVar(ctx context.Context, c *Chunk, l *chunkLayout, regs []region, ci int, f arrowconv.Field) error {
 	at := d.attrs[f.Name]
 	n := c.n
 	srcID := make([]int32, n)
@@ -765,7 +765,7 @@ func (d *dense) buildVar(ctx context.Context, c *chunk, l *chunkLayout, regs []r
 // dimColumn writes the coordinates of dimension field f for every cell of
 // the chunk: each coordinate repeats rs times, and the block of all the
 // dimension's coordinates repeats to fill the chunk.
-func (d *dense) dimColumn(c *chunk, l *chunkLayout, ci int, f arrowconv.Field) []byte {
+func (d *Reader) dimColumn(c *Chunk, l *chunkLayout, ci int, f arrowconv.Field) []byte {
 	dim := d.p.Array.Schema.DimensionIndex(f.Name)
 	sz := d.g.typ.Size()
 	out := make([]byte, c.n*sz)

@@ -1,4 +1,4 @@
-package reader
+package ndarray_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -22,7 +24,7 @@ import (
 // do not allocate (and zero) fresh batch buffers.
 func TestB2NDDirectBuffersReturn(t *testing.T) {
 	ctx := context.Background()
-	st, err := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	st, err := storage.NewLocal(filepath.Join("..", "..", "testdata", "b2nd", "arrays"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +39,9 @@ func TestB2NDDirectBuffersReturn(t *testing.T) {
 		{"g_lei4.b2nd", []query.DimRanges{rng("dim1", 2, 3), rng("dim2", 3, 4)}}, // sparse frame
 	} {
 		t.Run(tc.array, func(t *testing.T) {
-			frees0, direct0 := b2ndDirectFrees.Load(), b2ndDirectReads.Load()
+			frees0, direct0 := ndarray.DirectFrees.Load(), ndarray.DirectReads.Load()
 			q := &query.Query{Array: tc.array, Columns: []string{"value"}, Subarray: tc.sub, BatchRows: 5, Limit: -1}
-			r, err := Open(ctx, st, q, Options{Workers: 2})
+			r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,13 +58,13 @@ func TestB2NDDirectBuffersReturn(t *testing.T) {
 				n++
 				rec.Release()
 			}
-			if b2ndDirectReads.Load() == direct0 {
+			if ndarray.DirectReads.Load() == direct0 {
 				t.Fatal("the read did not take the direct path")
 			}
 			if n < 2 {
 				t.Fatalf("%d batches", n)
 			}
-			if got := b2ndDirectFrees.Load() - frees0; got != n {
+			if got := ndarray.DirectFrees.Load() - frees0; got != n {
 				t.Fatalf("%d of %d batch buffers returned to the free lists", got, n)
 			}
 		})
@@ -74,20 +76,20 @@ func TestB2NDDirectBuffersReturn(t *testing.T) {
 // ResourceExhausted, as before.
 func TestB2NDDirectWorkingSet(t *testing.T) {
 	ctx := context.Background()
-	st, err := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	st, err := storage.NewLocal(filepath.Join("..", "..", "testdata", "b2nd", "arrays"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := []query.DimRanges{{Dim: "dim1", Ranges: []query.Range{{Lo: query.Value{Num: "4"}, Hi: query.Value{Num: "6"}}}}}
 	for _, ws := range []int64{0, 8} {
-		direct0 := b2ndDirectReads.Load()
+		direct0 := ndarray.DirectReads.Load()
 		q := &query.Query{Array: "g_lef8.b2nd", Columns: []string{"value"}, Subarray: sub, Limit: -1}
-		r, err := Open(ctx, st, q, Options{Workers: 2, MaxWorkingSet: ws})
+		r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2, MaxWorkingSet: ws})
 		if err == nil {
 			_, err = r.Next(ctx)
 			r.Close()
 		}
-		took := b2ndDirectReads.Load() != direct0
+		took := ndarray.DirectReads.Load() != direct0
 		if ws == 0 && (err != nil || !took) {
 			t.Fatalf("no working set: %v, direct path %v", err, took)
 		}
@@ -104,7 +106,7 @@ func TestB2NDDirectWorkingSet(t *testing.T) {
 // blocks are not held.
 func TestB2NDDirectEarlyBatches(t *testing.T) {
 	ctx := context.Background()
-	st, err := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
+	st, err := storage.NewLocal(filepath.Join("..", "..", "testdata", "b2nd", "arrays"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +117,15 @@ func TestB2NDDirectEarlyBatches(t *testing.T) {
 	read := func(hold bool) []uint64 {
 		release := make(chan struct{})
 		if hold {
-			b2ndDirectBlock = func(k blockKey) {
-				if k != (blockKey{0, 0}) {
+			*ndarray.DirectBlock = func(k ndarray.BlockKey) {
+				if k != ndarray.Key(0, 0) {
 					<-release
 				}
 			}
-			defer func() { b2ndDirectBlock = nil }()
+			defer func() { *ndarray.DirectBlock = nil }()
 		}
-		direct0 := b2ndDirectReads.Load()
-		r, err := Open(ctx, st, q, Options{Workers: 2})
+		direct0 := ndarray.DirectReads.Load()
+		r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +155,7 @@ func TestB2NDDirectEarlyBatches(t *testing.T) {
 		rest := readAllRecords(t, r)[0]
 		out = appendBits(out, rest.(*array.Float64).Float64Values())
 		rest.Release()
-		if b2ndDirectReads.Load() == direct0 {
+		if ndarray.DirectReads.Load() == direct0 {
 			t.Fatal("the read did not take the direct path")
 		}
 		return out

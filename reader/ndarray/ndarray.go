@@ -1,4 +1,13 @@
-package reader
+// Package ndarray owns the read path of Blosc2 NDArrays (.b2nd): it opens
+// a .b2nd as a tdbarray.Array with a synthesized dense schema
+// (OpenB2ND), gives its Arrow schema (B2NDSchema), and reads the chunks
+// and blocks a query touches into record batches (NewReader), by the
+// direct path into the batches' own buffers where it can (direct.go);
+// NewAggReader feeds aggregates (package reader/agg). Named ndarray, not
+// b2nd, so that it never shadows the .b2nd format package it reads
+// through. It imports reader/base, reader/plan, reader/eval and the b2nd
+// format packages, never package reader or the other readers.
+package ndarray
 
 // The read path of Blosc2 NDArrays (.b2nd): the array is opened as an
 // array.Array with a synthesized dense schema so that package plan
@@ -26,6 +35,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tileflight/tileflight/arrowconv"
@@ -35,6 +45,7 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/base"
 	"github.com/tileflight/tileflight/reader/eval"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/storage"
@@ -141,14 +152,16 @@ func (c *b2ndCol) name(p *plan.Plan) string {
 }
 
 // b2ndPassColumn names the column of pass flags an aggregate's inner read
-// gets (see newB2NDSource).
+// gets (see newReader).
 const b2ndPassColumn = "__pass"
 
-type b2ndSource struct {
+// Reader streams the result of one .b2nd read. It is not safe for
+// concurrent use.
+type Reader struct {
 	p      *plan.Plan
 	a      *b2nd.Array
 	schema *arrow.Schema
-	opt    Options
+	opt    base.Options
 	// cols are the returned columns (the first nout) and then those only
 	// the filter reads.
 	cols    []*b2ndCol
@@ -186,13 +199,29 @@ type openChunk struct {
 	block0 []byte // decoded block 0 when the chunk uses the delta filter
 }
 
-// newB2NDSource starts reading p. With a filter, cells failing it are
+// NewReader starts reading p, a plan over a .b2nd array (p.Array.B2ND).
+func NewReader(ctx context.Context, p *plan.Plan, opt base.Options) (*Reader, error) {
+	return newReader(ctx, p, opt, false, nil)
+}
+
+// NewAggReader starts the inner read of aggregates over a .b2nd: with a
+// filter, the cells that fail it are returned as they are and a last
+// boolean column tells which cells pass; special, when not nil (global
+// layout only), takes the special chunks (see trySpecial).
+func NewAggReader(ctx context.Context, p *plan.Plan, opt base.Options, special func([]byte, uint64) error) (*Reader, error) {
+	return newReader(ctx, p, opt, true, special)
+}
+
+// Schema is the Arrow schema of every record Next returns.
+func (s *Reader) Schema() *arrow.Schema { return s.schema }
+
+// newReader starts reading p. With a filter, cells failing it are
 // returned with every field zero (the fill value of a .b2nd), as TileDB
 // returns the fill value in the failing cells of a dense read; with
 // passCol (aggregates) they are returned as they are and a last boolean
 // column, b2ndPassColumn, tells which cells pass. special, when not nil
 // (global layout only), takes the special chunks (see trySpecial).
-func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool, special func([]byte, uint64) error) (*b2ndSource, error) {
+func newReader(ctx context.Context, p *plan.Plan, opt base.Options, passCol bool, special func([]byte, uint64) error) (*Reader, error) {
 	a := p.Array.B2ND
 	if p.Query != nil && p.Query.Timestamp != nil {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: a .b2nd array has no timestamps (no time travel): remove \"timestamp\"", p.Array.Dir)
@@ -201,7 +230,7 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool,
 	if err != nil {
 		return nil, err
 	}
-	s := &b2ndSource{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit, nout: len(p.Columns), passCol: passCol}
+	s := &Reader{p: p, a: a, schema: sch, opt: opt, nd: len(a.Shape), left: p.Limit, nout: len(p.Columns), passCol: passCol}
 	if p.Layout == query.LayoutGlobal {
 		s.special = special
 	}
@@ -224,7 +253,7 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool,
 		// are gathered too, after the returned ones.
 		s.prog = eval.New(p.Cond)
 		for _, cf := range p.Cond.Fields {
-			if !contains(p.Columns, cf.Name) && !slices.ContainsFunc(s.cols[s.nout:], func(c *b2ndCol) bool { return c.name(p) == cf.Name }) {
+			if !slices.Contains(p.Columns, cf.Name) && !slices.ContainsFunc(s.cols[s.nout:], func(c *b2ndCol) bool { return c.name(p) == cf.Name }) {
 				s.cols = append(s.cols, newCol(cf.Name))
 			}
 		}
@@ -265,7 +294,9 @@ func newB2NDSource(ctx context.Context, p *plan.Plan, opt Options, passCol bool,
 
 var errStop = fmt.Errorf("limit reached")
 
-func (s *b2ndSource) Next(ctx context.Context) (arrow.Record, error) {
+var memPool = memory.DefaultAllocator
+
+func (s *Reader) Next(ctx context.Context) (arrow.Record, error) {
 	select {
 	case rec, ok := <-s.out:
 		if !ok {
@@ -282,7 +313,7 @@ func (s *b2ndSource) Next(ctx context.Context) (arrow.Record, error) {
 	}
 }
 
-func (s *b2ndSource) Close() {
+func (s *Reader) Close() {
 	s.cancel()
 	for rec := range s.out {
 		rec.Release()
@@ -290,7 +321,7 @@ func (s *b2ndSource) Close() {
 	s.done.Wait()
 }
 
-func (s *b2ndSource) run(ctx context.Context) error {
+func (s *Reader) run(ctx context.Context) error {
 	if s.p.Empty || len(s.ranges) == 0 || s.left == 0 {
 		return nil
 	}
@@ -325,7 +356,7 @@ func (s *b2ndSource) run(ctx context.Context) error {
 	return s.flush(ctx)
 }
 
-func (s *b2ndSource) newBatch() {
+func (s *Reader) newBatch() {
 	n := s.p.BatchRows
 	if s.left >= 0 && s.left < int64(n) {
 		n = int(s.left)
@@ -340,7 +371,7 @@ func (s *b2ndSource) newBatch() {
 	s.rows = 0
 }
 
-func (s *b2ndSource) flush(ctx context.Context) error {
+func (s *Reader) flush(ctx context.Context) error {
 	if s.rows == 0 {
 		return nil
 	}
@@ -405,7 +436,7 @@ func (s *b2ndSource) flush(ctx context.Context) error {
 }
 
 // filter evaluates the condition over the cells of the current batch.
-func (s *b2ndSource) filter() ([]bool, error) {
+func (s *Reader) filter() ([]bool, error) {
 	pass := make([]bool, s.rows)
 	err := s.prog.Eval(func(name string) (eval.Column, error) {
 		for _, c := range s.cols {
@@ -437,7 +468,7 @@ func (s *b2ndSource) filter() ([]bool, error) {
 // emitRun appends n consecutive items (along the last dimension when
 // contiguous) starting at item offset off of block buf, at coordinates c
 // (c[last] is the first item's; step is the dimension that advances).
-func (s *b2ndSource) emitRun(ctx context.Context, buf []byte, off int64, stride int64, n int64, c []int64, stepDim int) error {
+func (s *Reader) emitRun(ctx context.Context, buf []byte, off int64, stride int64, n int64, c []int64, stepDim int) error {
 	is := int64(s.a.ItemSize)
 	for n > 0 {
 		room := int64(s.p.BatchRows - s.rows)
@@ -481,7 +512,7 @@ func (s *b2ndSource) emitRun(ctx context.Context, buf []byte, off int64, stride 
 }
 
 // split cuts an interval of dimension d at block boundaries.
-func (s *b2ndSource) split(d int, iv interval, f func(lo, hi int64) error) error {
+func (s *Reader) split(d int, iv interval, f func(lo, hi int64) error) error {
 	cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
 	for x := iv.lo; x <= iv.hi; {
 		ch := x / cs
@@ -498,7 +529,7 @@ func (s *b2ndSource) split(d int, iv interval, f func(lo, hi int64) error) error
 
 // touched lists, for dimension d, the (chunk, block) pairs the intervals
 // touch, sorted and unique.
-func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
+func (s *Reader) touched(d int, ivs []interval) [][2]int64 {
 	set := map[[2]int64]bool{}
 	cs, bs := s.a.ChunkShape[d], s.a.BlockShape[d]
 	for _, iv := range ivs {
@@ -527,7 +558,7 @@ func (s *b2ndSource) touched(d int, ivs []interval) [][2]int64 {
 // both the reads and the decompression use every worker, and a block the
 // subarray covers less than half of is unshuffled only where it is read
 // (see blockSpans).
-func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[blockKey][]byte) error {
+func (s *Reader) load(ctx context.Context, per [][][2]int64, blocks map[blockKey][]byte) error {
 	type job struct {
 		key   blockKey
 		spans []b2chunk.Span
@@ -628,7 +659,7 @@ func (s *b2ndSource) load(ctx context.Context, per [][][2]int64, blocks map[bloc
 // Reading a mapped file that another program truncated faults: an error
 // naming the chunk, not a crash. Pieces are disjoint parts of jobs, so
 // decode may write to its own jobs.
-func decodePieces[J any](ctx context.Context, s *b2ndSource, jobs []J, key func(*J) blockKey, perWorker int,
+func decodePieces[J any](ctx context.Context, s *Reader, jobs []J, key func(*J) blockKey, perWorker int,
 	decode func(n int64, oc *openChunk, piece []J, raw []byte, lo int) error) error {
 	for i := range jobs {
 		n := key(&jobs[i]).chunk
@@ -735,7 +766,7 @@ func decodePieces[J any](ctx context.Context, s *b2ndSource, jobs []J, key func(
 
 // blockLocal is the part of the subarray's (merged) ranges of dimension d
 // inside block p (chunk, block), in coordinates relative to the block.
-func (s *b2ndSource) blockLocal(d int, p [2]int64) []interval {
+func (s *Reader) blockLocal(d int, p [2]int64) []interval {
 	blo := p[0]*s.a.ChunkShape[d] + p[1]*s.a.BlockShape[d]
 	bhi := min(blo+s.a.BlockShape[d], (p[0]+1)*s.a.ChunkShape[d], s.a.Shape[d]) - 1
 	var out []interval
@@ -754,7 +785,7 @@ const maxBlockSpans = 4096
 // blockSpans lists the byte ranges of a block that the subarray covers,
 // given its block-local intervals per dimension, or nil (decode the whole
 // block) when they cover half the block or more.
-func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
+func (s *Reader) blockSpans(loc [][]interval) []b2chunk.Span {
 	covered, rows := int64(1), int64(1)
 	for d, ivs := range loc {
 		k := int64(0)
@@ -798,7 +829,7 @@ func (s *b2ndSource) blockSpans(loc [][]interval) []b2chunk.Span {
 
 // openChunk reads and checks chunk n (its head only in a contiguous frame;
 // with its block 0 decoded when the chunk uses delta) into s.chunks.
-func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error) {
+func (s *Reader) openChunk(ctx context.Context, n int64) (*openChunk, error) {
 	var c *b2chunk.Chunk
 	var err error
 	if s.mapped != nil {
@@ -844,7 +875,7 @@ func (s *b2ndSource) openChunk(ctx context.Context, n int64) (*openChunk, error)
 // repeated value): its cells inside the merged ranges m all hold one item,
 // so aggregates take them at once, without filling any block. The chunk
 // is opened either way (load then reads it no more).
-func (s *b2ndSource) trySpecial(ctx context.Context, grp [][][2]int64, m [][]interval) (bool, error) {
+func (s *Reader) trySpecial(ctx context.Context, grp [][][2]int64, m [][]interval) (bool, error) {
 	if s.special == nil || s.a.ItemSize > 255 {
 		return false, nil
 	}
@@ -946,7 +977,7 @@ func releaseBlocks(m map[blockKey][]byte) {
 
 // keepChunks closes the open chunks whose coordinate along dimension d is
 // not ch (a group goes on in that chunk).
-func (s *b2ndSource) keepChunks(d int, ch int64) {
+func (s *Reader) keepChunks(d int, ch int64) {
 	inner := int64(1)
 	for k := d + 1; k < s.nd; k++ {
 		inner *= s.a.ChunksPer[k]
@@ -959,7 +990,7 @@ func (s *b2ndSource) keepChunks(d int, ch int64) {
 	}
 }
 
-func (s *b2ndSource) dropChunks() {
+func (s *Reader) dropChunks() {
 	for _, oc := range s.chunks {
 		oc.c.Close()
 	}
@@ -967,7 +998,7 @@ func (s *b2ndSource) dropChunks() {
 }
 
 // locate returns the block buffer and in-block item offset of coordinates c.
-func (s *b2ndSource) locate(c []int64) ([]byte, int64) {
+func (s *Reader) locate(c []int64) ([]byte, int64) {
 	var chunkN, in int64
 	block := 0
 	for d := 0; d < s.nd; d++ {
@@ -982,7 +1013,7 @@ func (s *b2ndSource) locate(c []int64) ([]byte, int64) {
 
 // runOrdered produces row-major (C order) or col-major results: one group
 // of outer coordinates inside one block at a time.
-func (s *b2ndSource) runOrdered(ctx context.Context) error {
+func (s *Reader) runOrdered(ctx context.Context) error {
 	order := make([]int, s.nd)
 	for i := range order {
 		order[i] = i
@@ -1081,7 +1112,7 @@ func (s *b2ndSource) runOrdered(ctx context.Context) error {
 
 // emitGroup emits the cells of the outer coordinates [lo, hi] from the
 // decoded blocks in s.blocks.
-func (s *b2ndSource) emitGroup(ctx context.Context, lo, hi int64, order []int, outer, inner int, c []int64) error {
+func (s *Reader) emitGroup(ctx context.Context, lo, hi int64, order []int, outer, inner int, c []int64) error {
 	if s.nd == 1 {
 		return s.split(0, interval{lo, hi}, func(a, b int64) error {
 			c[0] = a
@@ -1100,7 +1131,7 @@ func (s *b2ndSource) emitGroup(ctx context.Context, lo, hi int64, order []int, o
 
 // emitInner walks dims (in output order, the last varying fastest) over
 // their ranges for the fixed coordinates already in c.
-func (s *b2ndSource) emitInner(ctx context.Context, dims []int, inner int, c []int64) error {
+func (s *Reader) emitInner(ctx context.Context, dims []int, inner int, c []int64) error {
 	d := dims[0]
 	if len(dims) == 1 {
 		contiguous := d == s.nd-1
@@ -1154,7 +1185,7 @@ func merged(rs []interval) []interval {
 // runGlobal produces the global order: chunks in C order, blocks in C order
 // inside each chunk, items in C order inside each block, restricted to the
 // subarray.
-func (s *b2ndSource) runGlobal(ctx context.Context) error {
+func (s *Reader) runGlobal(ctx context.Context) error {
 	m := make([][]interval, s.nd)
 	per := make([][][2]int64, s.nd)
 	for d := range m {
@@ -1251,7 +1282,7 @@ func (s *b2ndSource) runGlobal(ctx context.Context) error {
 }
 
 // emitBlock emits the cells of s.ranges (all inside one block) in C order.
-func (s *b2ndSource) emitBlock(ctx context.Context, c []int64) error {
+func (s *Reader) emitBlock(ctx context.Context, c []int64) error {
 	dims := make([]int, s.nd)
 	for i := range dims {
 		dims[i] = i

@@ -1,4 +1,12 @@
-package reader
+// Package agg owns aggregates (docs/protocol.md, "Array lifecycle",
+// `aggregates`): it checks them against the schema as TileDB does,
+// accumulates them with TileDB 2.30's semantics over the cells an inner
+// read returns (reader/dense chunks, reader/sparse batches, reader/ndarray
+// batches), answers whole tiles from their statistics and .b2nd special
+// chunks from their one value, and streams the one-row result. It imports
+// reader/base, the three readers and the packages below them, never
+// package reader.
+package agg
 
 import (
 	"bytes"
@@ -20,6 +28,8 @@ import (
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/base"
+	"github.com/tileflight/tileflight/reader/dense"
 	"github.com/tileflight/tileflight/reader/plan"
 	"github.com/tileflight/tileflight/reader/sparse"
 	"github.com/tileflight/tileflight/reader/tileio"
@@ -55,7 +65,7 @@ func newAggs(s *schema.ArraySchema, dir string, aggs []query.Aggregate) ([]*aggS
 	for _, a := range aggs {
 		st := &aggState{spec: a}
 		if a.Field != "*" {
-			f, err := FieldFor(s, a.Field)
+			f, err := base.FieldFor(s, a.Field)
 			if err != nil {
 				return nil, errkind.Errorf(errkind.InvalidArgument, "array %s: aggregates: no attribute or dimension %q", dir, a.Field)
 			}
@@ -273,21 +283,21 @@ func cellsOf(col arrow.Array) func(int) []byte {
 	return nil
 }
 
-// denseCells returns the bytes of cell i of a dense chunk's column: fixed
-// cells of size, or var cells by their start offsets (the last one ends
-// at len(data)).
-func denseCells(col *colData, size int) func(int) []byte {
-	if col.offsets == nil {
-		return func(i int) []byte { return col.data[i*size : (i+1)*size] }
+// denseCells returns the bytes of cell i of a dense chunk's column (data
+// and offsets as dense.Chunk.Column gives them): fixed cells of size, or
+// var cells by their start offsets (the last one ends at len(data)).
+func denseCells(data, offsets []byte, size int) func(int) []byte {
+	if offsets == nil {
+		return func(i int) []byte { return data[i*size : (i+1)*size] }
 	}
-	n := len(col.offsets) / 8
+	n := len(offsets) / 8
 	return func(i int) []byte {
-		lo := binary.LittleEndian.Uint64(col.offsets[8*i:])
-		hi := uint64(len(col.data))
+		lo := binary.LittleEndian.Uint64(offsets[8*i:])
+		hi := uint64(len(data))
 		if i+1 < n {
-			hi = binary.LittleEndian.Uint64(col.offsets[8*(i+1):])
+			hi = binary.LittleEndian.Uint64(offsets[8*(i+1):])
 		}
-		return col.data[lo:hi]
+		return data[lo:hi]
 	}
 }
 
@@ -393,8 +403,8 @@ func (a *aggState) sumFloat() float64 {
 	return float64(a.usum)
 }
 
-// aggSource answers an aggregate query with one record of one row.
-type aggSource struct {
+// Reader answers an aggregate query with one record of one row.
+type Reader struct {
 	run    func(ctx context.Context) error
 	aggs   []*aggState
 	dense  bool
@@ -403,7 +413,12 @@ type aggSource struct {
 	close  func()
 }
 
-func (s *aggSource) Next(ctx context.Context) (arrow.Record, error) {
+// Schema is the schema of the one-row result (the package function
+// Schema of the plan).
+func (s *Reader) Schema() *arrow.Schema { return s.schema }
+
+// Next returns the one-row result, then io.EOF.
+func (s *Reader) Next(ctx context.Context) (arrow.Record, error) {
 	if s.done {
 		return nil, io.EOF
 	}
@@ -429,14 +444,15 @@ func (s *aggSource) Next(ctx context.Context) (arrow.Record, error) {
 	return arrowarray.NewRecordBatch(s.schema, cols, 1), nil
 }
 
-func (s *aggSource) Close() {
+// Close stops the inner read.
+func (s *Reader) Close() {
 	if s.close != nil {
 		s.close()
 	}
 }
 
-// AggregateSchema is the schema of the one-row result of p's aggregates.
-func AggregateSchema(p *plan.Plan) (*arrow.Schema, error) {
+// Schema is the schema of the one-row result of p's aggregates.
+func Schema(p *plan.Plan) (*arrow.Schema, error) {
 	s := aggSchema(p)
 	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
 	if err != nil {
@@ -463,19 +479,19 @@ func aggSchema(p *plan.Plan) *schema.ArraySchema {
 	return p.Array.Schema
 }
 
-// openAggregate plans the read of the fields the aggregates need and
-// wraps it in an aggSource.
-func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
+// NewReader plans the read of the fields p's aggregates need (p.Query.
+// Aggregates) and starts it under a Reader.
+func NewReader(ctx context.Context, p *plan.Plan, opt base.Options) (*Reader, error) {
 	if p.Array.B2ND != nil {
-		return openB2NDAggregate(ctx, p, opt)
+		return newB2NDReader(ctx, p, opt)
 	}
 	s := p.Array.Schema
 	aggs, err := newAggs(s, p.Array.Dir, p.Query.Aggregates)
 	if err != nil {
 		return nil, err
 	}
-	src := &aggSource{aggs: aggs, dense: s.IsDense()}
-	if src.schema, err = AggregateSchema(p); err != nil {
+	src := &Reader{aggs: aggs, dense: s.IsDense()}
+	if src.schema, err = Schema(p); err != nil {
 		return nil, err
 	}
 	// The inner read: every field an aggregate reads, once.
@@ -490,7 +506,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 	}
 	var ifields []arrowconv.Field
 	for _, c := range inner.Columns {
-		f, err := FieldFor(s, c)
+		f, err := base.FieldFor(s, c)
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", p.Array.Dir, err)
 		}
@@ -511,7 +527,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 			return nil, errkind.Wrap(errkind.Unimplemented, fmt.Errorf("array %s: %w", p.Array.Dir, err))
 		}
 		var mu sync.Mutex
-		d, err := newDenseAgg(ctx, &inner, ifields, sch, loader, opt, func(f *tdbarray.Fragment, t, cells uint64) (bool, error) {
+		d, err := dense.NewAggReader(ctx, &inner, ifields, sch, loader, opt, func(f *tdbarray.Fragment, t, cells uint64) (bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return statsTile(aggs, f, t, cells)
@@ -520,22 +536,22 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 			return nil, err
 		}
 		src.close = d.Close
-		addChunk := func(c *chunk) error {
+		addChunk := func(c *dense.Chunk) error {
 			for _, a := range aggs {
 				var data []byte
 				var valid func(int) bool
 				if a.spec.Field != "*" {
-					col := &c.cols[idx(a.spec.Field)]
-					data = col.data
-					if v := col.validity; v != nil {
+					var offsets, validity []byte
+					data, offsets, validity = c.Column(idx(a.spec.Field))
+					if v := validity; v != nil {
 						valid = func(i int) bool { return v[i] != 0 }
 					}
 					if a.str && a.spec.Op != "count" && a.spec.Op != "null_count" {
-						a.addStrings(c.n, denseCells(col, a.field.CellSize()), valid, c.pass, c.written)
+						a.addStrings(c.N(), denseCells(data, offsets, a.field.CellSize()), valid, c.Pass(), c.Written())
 						continue
 					}
 				}
-				if err := a.add(data, c.n, valid, c.pass, c.written, true); err != nil {
+				if err := a.add(data, c.N(), valid, c.Pass(), c.Written(), true); err != nil {
 					return fmt.Errorf("array %s: %w", p.Array.Dir, err)
 				}
 			}
@@ -543,14 +559,14 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 		}
 		src.run = func(ctx context.Context) error {
 			for {
-				c, err := d.nextChunk(ctx)
+				c, err := d.NextChunk(ctx)
 				if err == io.EOF {
 					return nil
 				}
 				if err != nil {
 					return err
 				}
-				if c.answered {
+				if c.Answered() {
 					continue
 				}
 				mu.Lock() // workers may be adding tile statistics meanwhile
@@ -612,7 +628,7 @@ func openAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, err
 			}
 		}
 	}
-	return &Reader{plan: p, schema: src.schema, src: src}, nil
+	return src, nil
 }
 
 // statsTile answers every aggregate for tile t of fragment f from the

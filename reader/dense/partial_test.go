@@ -1,4 +1,4 @@
-package reader
+package dense_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/format/schema"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/internal/readtest"
 	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/writer"
@@ -96,9 +98,9 @@ func TestDensePartialTiles(t *testing.T) {
 			}
 			return fmt.Sprintf("%d %d null -1", x, y)
 		}
-		read := func(q string, mode tileio.PartialMode, opt Options) []string {
+		read := func(q string, mode tileio.PartialMode, opt reader.Options) []string {
 			defer tileio.SetPartialMode(mode)()
-			recs, _, err := readAll(t, mem, parse(t, q), opt)
+			recs, _, err := readtest.ReadAll(t, mem, readtest.Parse(t, q), opt)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, q, err)
 			}
@@ -145,9 +147,9 @@ func TestDensePartialTiles(t *testing.T) {
 					}
 				}
 			}
-			whole := read(q, tileio.PartialOff, Options{})
+			whole := read(q, tileio.PartialOff, reader.Options{})
 			before := tileio.PartialStats()
-			got := read(q, tileio.PartialPoison, Options{Workers: 1 + b%3})
+			got := read(q, tileio.PartialPoison, reader.Options{Workers: 1 + b%3})
 			after := tileio.PartialStats()
 			if strings.Join(whole, "\n") != strings.Join(exp, "\n") {
 				t.Fatalf("%s: %s: whole tiles: %s", name, q, rowsDiff(whole, exp))
@@ -180,7 +182,7 @@ func TestDensePartialTiles(t *testing.T) {
 				}{{32 << 20, false}, {8 << 20, true}} {
 					cache := tileio.NewCache(cc.size)
 					before := tileio.PartialStats()
-					got := read(q, tileio.PartialPoison, Options{TileCache: cache})
+					got := read(q, tileio.PartialPoison, reader.Options{TileCache: cache})
 					tiles := tileio.PartialStats().Tiles - before.Tiles
 					if strings.Join(got, "\n") != strings.Join(exp, "\n") {
 						t.Fatalf("%s: %s: cache %d: %s", name, q, cc.size, rowsDiff(got, exp))

@@ -1,4 +1,4 @@
-package reader
+package dense
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/filters"
+	"github.com/tileflight/tileflight/reader/base"
 )
 
 // Compressed pass-through of dense tiles (Options.ZstdPassThrough): a
@@ -41,7 +42,7 @@ func chunkEnds(chunks []filters.ZstdChunk, cs int) []int {
 // reach, the column whose removal helps most (its chunks are the odd ones
 // out), so that one column with a small filter chunk size does not keep
 // the others from passing through.
-func (d *dense) cutZstd(c *chunk) error {
+func (d *Reader) cutZstd(c *Chunk) error {
 	want := d.p.BatchRows
 	ends := map[int][]int{}
 	for i, f := range d.fields[:d.nout] {
@@ -126,7 +127,7 @@ func intersectAll(ends map[int][]int, skip int) []int {
 }
 
 // decodeZstd decompresses every compressed column of the chunk in place.
-func (d *dense) decodeZstd(c *chunk) error {
+func (d *Reader) decodeZstd(c *Chunk) error {
 	c.cuts = nil
 	for i := range d.fields[:d.nout] {
 		if c.cols[i].zstd != nil {
@@ -139,7 +140,7 @@ func (d *dense) decodeZstd(c *chunk) error {
 }
 
 // decodeZstdCol decompresses column i of the chunk in place.
-func (d *dense) decodeZstdCol(c *chunk, i int) error {
+func (d *Reader) decodeZstdCol(c *Chunk, i int) error {
 	f := d.fields[i]
 	var frames [][]byte
 	var sizes []uint64
@@ -158,7 +159,7 @@ func (d *dense) decodeZstdCol(c *chunk, i int) error {
 // zstdBatch emits the next batch of the current chunk, which has cuts, at
 // most want rows ending at a cut; with no cut in reach it decodes the
 // chunk instead and returns nil.
-func (d *dense) zstdBatch(want int) (arrow.RecordBatch, error) {
+func (d *Reader) zstdBatch(want int) (arrow.RecordBatch, error) {
 	c := d.cur
 	k, _ := slices.BinarySearch(c.cuts, d.pos+want+1)
 	if k == 0 || c.cuts[k-1] <= d.pos {
@@ -167,7 +168,7 @@ func (d *dense) zstdBatch(want int) (arrow.RecordBatch, error) {
 	end := c.cuts[k-1]
 	n := end - d.pos
 	plain := make([]arrow.Array, d.nout)
-	zstd := make([]*ZstdColumn, d.nout)
+	zstd := make([]*base.ZstdColumn, d.nout)
 	for i, f := range d.fields[:d.nout] {
 		col := &c.cols[i]
 		if col.zstd == nil {
@@ -192,7 +193,7 @@ func (d *dense) zstdBatch(want int) (arrow.RecordBatch, error) {
 			j0 = j + 1
 		}
 		j1, _ := slices.BinarySearch(ends, end)
-		z := &ZstdColumn{Size: int64(n) * int64(f.CellSize())}
+		z := &base.ZstdColumn{Size: int64(n) * int64(f.CellSize())}
 		for _, ch := range col.zstd[j0 : j1+1] {
 			z.Frames = append(z.Frames, ch.Frames...)
 			z.Sizes = append(z.Sizes, ch.Sizes...)
@@ -201,5 +202,5 @@ func (d *dense) zstdBatch(want int) (arrow.RecordBatch, error) {
 	}
 	d.pos = end
 	d.emitted += int64(n)
-	return newZstdBatch(d.schema, d.fields[:d.nout], int64(n), plain, zstd), nil
+	return base.NewZstdBatch(d.schema, d.fields[:d.nout], int64(n), plain, zstd), nil
 }

@@ -1,4 +1,4 @@
-package reader
+package ndarray_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/storage"
 )
 
@@ -40,7 +42,7 @@ func BenchmarkB2NDRead(b *testing.B) {
 			var first time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				r, err := Open(context.Background(), st, q, Options{})
+				r, err := reader.Open(context.Background(), st, q, reader.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -75,7 +77,7 @@ func TestB2NDGroupSizeAB(t *testing.T) {
 	q, _ := query.Parse([]byte(`{"array": "bench/field.b2nd", "columns": ["value"], "subarray": {"dim0": [[1843, 2251]], "dim1": [[3686, 4504]]}}`))
 	run := func() time.Duration {
 		t0 := time.Now()
-		r, err := Open(context.Background(), st, q, Options{})
+		r, err := reader.Open(context.Background(), st, q, reader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,13 +91,13 @@ func TestB2NDGroupSizeAB(t *testing.T) {
 		r.Close()
 		return time.Since(t0)
 	}
-	def := b2ndGroupBytes
-	defer func() { b2ndGroupBytes = def }()
+	def := *ndarray.GroupBytes
+	defer func() { *ndarray.GroupBytes = def }()
 	var ratios []float64
 	for i := 0; i < 9; i++ {
-		b2ndGroupBytes = 1
+		*ndarray.GroupBytes = 1
 		one := run()
-		b2ndGroupBytes = def
+		*ndarray.GroupBytes = def
 		grouped := run()
 		ratios = append(ratios, float64(one)/float64(grouped))
 	}

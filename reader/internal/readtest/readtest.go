@@ -1,4 +1,11 @@
-package reader
+// Package readtest holds the helpers the tests of package reader and of
+// its readers (reader/dense, reader/agg, reader/ndarray) share: the test
+// policy of their TestMain (poisoned buffers), queries from fixture
+// cases, whole reads through reader.Open, the cell-by-cell comparison
+// with what TileDB read, and a store wrapper that logs the keys read.
+// Only _test.go files import it; it may import anything a test of those
+// packages does.
+package readtest
 
 import (
 	"context"
@@ -7,42 +14,54 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/tileflight/tileflight/internal/bufpool"
 	"github.com/tileflight/tileflight/internal/fixtures"
+	"github.com/tileflight/tileflight/internal/s3test"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/tileio"
 	"github.com/tileflight/tileflight/storage"
+	"github.com/tileflight/tileflight/storage/errorfs"
 )
 
-// denseCases are the TileDB-written dense arrays: the fixture matrix (or
-// its golden subset) plus this package's own cases in testdata/dense
-// (python_tests/golden/reader_dense_cases.py).
-func denseCases(t *testing.T) []fixtures.Case {
+// Main is the TestMain of the reader packages' tests.
+func Main(m *testing.M) {
+	// Pooled tiles are overwritten when recycled, so that a read of one
+	// after its release fails the tests instead of passing by luck.
+	bufpool.SetPoison(bufpool.Poison)
+	// Bytes of a tile decoded in part that were not decoded are 0xA5
+	// (tileio.LoadRange), so that painting one fails the tests too.
+	tileio.SetPartialMode(tileio.PartialPoison)
+	code := m.Run()
+	s3test.Stop()
+	os.Exit(code)
+}
+
+// Parse parses a JSON query or fails the test.
+func Parse(t *testing.T, js string) *query.Query {
 	t.Helper()
-	var out []fixtures.Case
-	for _, c := range fixtures.Cases(t) {
-		if c.Expect.Schema.Type == "dense" {
-			out = append(out, c)
-		}
-	}
-	own, err := fixtures.LoadDir(filepath.Join("testdata", "dense"))
+	q, err := query.Parse([]byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(out, own...)
+	return q
 }
 
-// queryFor turns a read TileDB recorded into our query. TileDB's dense
+// QueryFor turns a read TileDB recorded into our query. TileDB's dense
 // reads without a subarray span the schema's whole domain (not the
 // non-empty domain a query without a subarray means here), so those
 // dimensions are written out.
-func queryFor(c fixtures.Case, r fixtures.Read) *query.Query {
+func QueryFor(c fixtures.Case, r fixtures.Read) *query.Query {
 	q := &query.Query{Array: filepath.Base(c.Dir), Columns: r.Columns, Layout: query.Layout(r.Layout), Limit: -1}
 	if r.Timestamp != nil {
 		q.Timestamp = &query.Timestamp{Start: 0, End: *r.Timestamp}
@@ -66,7 +85,9 @@ func queryFor(c fixtures.Case, r fixtures.Read) *query.Query {
 	return q
 }
 
-func openCase(t *testing.T, c fixtures.Case) (storage.Store, []byte) {
+// OpenCase opens the store holding a fixture case's array and returns
+// its encryption key (nil for none).
+func OpenCase(t *testing.T, c fixtures.Case) (storage.Store, []byte) {
 	t.Helper()
 	st, err := storage.NewLocal(filepath.Dir(c.Dir))
 	if err != nil {
@@ -79,10 +100,10 @@ func openCase(t *testing.T, c fixtures.Case) (storage.Store, []byte) {
 	return st, key
 }
 
-// readAll runs q and returns its batches.
-func readAll(t *testing.T, st storage.Store, q *query.Query, opt Options) ([]arrow.Record, *arrow.Schema, error) {
+// ReadAll runs q and returns its batches.
+func ReadAll(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.Record, *arrow.Schema, error) {
 	t.Helper()
-	r, err := Open(context.Background(), st, q, opt)
+	r, err := reader.Open(context.Background(), st, q, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,36 +124,9 @@ func readAll(t *testing.T, st storage.Store, q *query.Query, opt Options) ([]arr
 	}
 }
 
-// Every dense read TileDB recorded, in every layout, at every timestamp,
-// reads back the same cells in the same order.
-func TestDenseConformance(t *testing.T) {
-	n := 0
-	for _, c := range denseCases(t) {
-		for _, rd := range c.Expect.Reads {
-			t.Run(c.Name+"/"+rd.Name, func(t *testing.T) {
-				st, key := openCase(t, c)
-				for _, opt := range []Options{{EncryptionKey: key}, {EncryptionKey: key, MemoryBudget: 1, Workers: 3}} {
-					q := queryFor(c, rd)
-					q.BatchRows = 7 // several batches, cut inside tiles
-					recs, _, err := readAll(t, st, q, opt)
-					if err != nil {
-						t.Fatalf("%+v: %v", opt, err)
-					}
-					compareRead(t, c, rd, recs)
-					for _, r := range recs {
-						r.Release()
-					}
-				}
-				n++
-			})
-		}
-	}
-	if n == 0 {
-		t.Fatal("no dense reads")
-	}
-}
-
-func typeNames(c fixtures.Case, r fixtures.Read) map[string]string {
+// TypeNames maps each dimension and attribute of the case (or of the
+// read's own schema) to its TileDB type name.
+func TypeNames(c fixtures.Case, r fixtures.Read) map[string]string {
 	sch := c.Expect.Schema
 	if r.Schema != nil {
 		sch = *r.Schema
@@ -147,9 +141,11 @@ func typeNames(c fixtures.Case, r fixtures.Read) map[string]string {
 	return out
 }
 
-func compareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.Record) {
+// CompareRead compares batches of at most 7 rows with the cells TileDB
+// read, cell by cell.
+func CompareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.Record) {
 	t.Helper()
-	types := typeNames(c, rd)
+	types := TypeNames(c, rd)
 	total := 0
 	for _, r := range recs {
 		if r.NumRows() > 7 {
@@ -169,8 +165,8 @@ func compareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.R
 			}
 			arr := r.Column(ci)
 			for i := 0; i < arr.Len(); i++ {
-				got := canon(arr, i)
-				want, err := canonExpect(rd.Data[col][row], arr.DataType(), types[col])
+				got := Canon(arr, i)
+				want, err := CanonExpect(rd.Data[col][row], arr.DataType(), types[col])
 				if err != nil {
 					t.Fatalf("column %q cell %d: %v", col, row, err)
 				}
@@ -184,8 +180,8 @@ func compareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.R
 	}
 }
 
-// canon renders one cell of an Arrow array for comparison.
-func canon(a arrow.Array, i int) string {
+// Canon renders one cell of an Arrow array for comparison.
+func Canon(a arrow.Array, i int) string {
 	if a.IsNull(i) {
 		return "null"
 	}
@@ -235,7 +231,7 @@ func canon(a arrow.Array, i int) string {
 		s, e := x.ValueOffsets(i)
 		return canonList(x.ListValues(), int(s), int(e))
 	case *arrowarray.Dictionary:
-		return canon(x.Indices(), i)
+		return Canon(x.Indices(), i)
 	}
 	return fmt.Sprintf("<%s>", a.DataType())
 }
@@ -243,7 +239,7 @@ func canon(a arrow.Array, i int) string {
 func canonList(v arrow.Array, s, e int) string {
 	parts := make([]string, 0, e-s)
 	for k := s; k < e; k++ {
-		parts = append(parts, canon(v, k))
+		parts = append(parts, Canon(v, k))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
@@ -255,14 +251,14 @@ func fmtFloat(f float64, bits int) string {
 	return strconv.FormatFloat(f, 'g', -1, bits)
 }
 
-// canonExpect renders an expect value like canon renders ours.
-func canonExpect(v fixtures.Value, dt arrow.DataType, tname string) (string, error) {
+// CanonExpect renders an expect value like Canon renders ours.
+func CanonExpect(v fixtures.Value, dt arrow.DataType, tname string) (string, error) {
 	if v == nil {
 		return "null", nil
 	}
 	switch t := dt.(type) {
 	case *arrow.DictionaryType:
-		return canonExpect(v, t.IndexType, tname)
+		return CanonExpect(v, t.IndexType, tname)
 	case *arrow.FixedSizeListType:
 		return canonExpectList(v, t.Elem(), tname)
 	case *arrow.LargeListType:
@@ -329,11 +325,78 @@ func canonExpectList(v fixtures.Value, elem arrow.DataType, tname string) (strin
 	}
 	parts := make([]string, len(l))
 	for k, e := range l {
-		s, err := canonExpect(e, elem, tname)
+		s, err := CanonExpect(e, elem, tname)
 		if err != nil {
 			return "", err
 		}
 		parts[k] = s
 	}
 	return "[" + strings.Join(parts, ",") + "]", nil
+}
+
+// KeyLog records the keys of ranged reads (errorfs.Wrap(st, log)); a
+// test clears Keys between reads.
+type KeyLog struct {
+	mu   sync.Mutex
+	Keys []string
+}
+
+// Inject records the key of every Get and GetRange.
+func (k *KeyLog) Inject(i errorfs.Info) error {
+	if i.Op == errorfs.OpGetRange || i.Op == errorfs.OpGet {
+		k.mu.Lock()
+		k.Keys = append(k.Keys, i.Key)
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// Reads counts the recorded reads of keys holding substr.
+func (k *KeyLog) Reads(substr string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, key := range k.Keys {
+		if strings.Contains(key, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// AggRow runs the aggregate query q and returns its one row by column.
+func AggRow(t *testing.T, st storage.Store, q string) map[string]any {
+	t.Helper()
+	r, err := reader.Open(context.Background(), st, Parse(t, q), reader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := r.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	if rec.NumRows() != 1 {
+		t.Fatalf("%d rows", rec.NumRows())
+	}
+	if _, err := r.Next(context.Background()); err != io.EOF {
+		t.Fatalf("second Next: %v", err)
+	}
+	out := map[string]any{}
+	for i, f := range rec.Schema().Fields() {
+		out[f.Name] = cell(rec.Column(i))
+	}
+	return out
+}
+
+func cell(a arrow.Array) any {
+	if a.IsNull(0) {
+		return nil
+	}
+	if b, ok := a.(*arrowarray.FixedSizeBinary); ok {
+		return string(b.Value(0))
+	}
+	s := a.ValueStr(0)
+	return s
 }

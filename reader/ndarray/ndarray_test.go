@@ -1,4 +1,4 @@
-package reader
+package ndarray_test
 
 import (
 	"context"
@@ -18,13 +18,15 @@ import (
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/storage"
 )
 
 // b2ndFixtureDirs: the committed golden subset, plus the full matrix of
 // python_tests/gen_b2nd.py with TILEFLIGHT_FIXTURES (make test).
 func b2ndFixtureDirs(t *testing.T) []string {
-	dirs := []string{filepath.Join("..", "testdata", "b2nd")}
+	dirs := []string{filepath.Join("..", "..", "testdata", "b2nd")}
 	if env := os.Getenv("TILEFLIGHT_FIXTURES"); env != "" {
 		d := filepath.Join(env, "b2nd")
 		if _, err := os.Stat(filepath.Join(d, "index.json")); err != nil {
@@ -43,7 +45,7 @@ type b2ndCase struct {
 	SkipUnwritten bool    `json:"skip_unwritten"`
 }
 
-func readAllRecords(t *testing.T, r *Reader) []arrow.Array {
+func readAllRecords(t *testing.T, r *reader.Reader) []arrow.Array {
 	t.Helper()
 	ctx := context.Background()
 	var parts [][]arrow.Array
@@ -55,8 +57,8 @@ func readAllRecords(t *testing.T, r *Reader) []arrow.Array {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int(rec.NumRows()) > r.plan.BatchRows {
-			t.Fatalf("batch of %d rows, batch_rows %d", rec.NumRows(), r.plan.BatchRows)
+		if int(rec.NumRows()) > r.Plan().BatchRows {
+			t.Fatalf("batch of %d rows, batch_rows %d", rec.NumRows(), r.Plan().BatchRows)
 		}
 		cols := make([]arrow.Array, rec.NumCols())
 		for i := range cols {
@@ -161,15 +163,15 @@ func expectedCoords(shape, chunks, blocks []int64, rs [][][2]int64, layout query
 
 func TestB2NDFixtureQueries(t *testing.T) {
 	ctx := context.Background()
-	spans0, direct0 := b2ndSpanBlocks.Load(), b2ndDirectReads.Load()
+	spans0, direct0 := ndarray.SpanBlocks.Load(), ndarray.DirectReads.Load()
 	defer func() {
 		// The random boxes must have taken the partial-block path too,
 		// and the whole reads the direct one.
-		if !t.Failed() && b2ndSpanBlocks.Load() == spans0 {
+		if !t.Failed() && ndarray.SpanBlocks.Load() == spans0 {
 			t.Error("no block was decoded by spans")
 		}
-		t.Logf("direct reads: %d", b2ndDirectReads.Load()-direct0)
-		if !t.Failed() && b2ndDirectReads.Load() == direct0 {
+		t.Logf("direct reads: %d", ndarray.DirectReads.Load()-direct0)
+		if !t.Failed() && ndarray.DirectReads.Load() == direct0 {
 			t.Error("no read took the direct path")
 		}
 	}()
@@ -209,7 +211,7 @@ func TestB2NDFixtureQueries(t *testing.T) {
 					whole[d] = [][2]int64{{0, n - 1}}
 				}
 				qs = append(qs, qcase{query.LayoutRowMajor, whole, 0, -1})
-				// The direct path (see b2nddirect.go): the whole array in
+				// The direct path (see direct.go): the whole array in
 				// small batches, and boxes whose inner ranges lie inside
 				// one block, with batches and limits cutting blocks.
 				qs = append(qs, qcase{query.LayoutRowMajor, whole, 1 + rng.Intn(7), -1})
@@ -253,11 +255,11 @@ func TestB2NDFixtureQueries(t *testing.T) {
 				// the direct path (groups cut across chunks and batches).
 				nq := len(qs)
 				qs = append(qs, qs...)
-				defer func(g int64) { b2ndDirectGroupBytes = g }(b2ndDirectGroupBytes)
+				defer func(g int64) { *ndarray.DirectGroupBytes = g }(*ndarray.DirectGroupBytes)
 				for qi, qc := range qs {
-					b2ndDirectGroupBytes = 4 << 20
+					*ndarray.DirectGroupBytes = 4 << 20
 					if qi >= nq {
-						b2ndDirectGroupBytes = 1
+						*ndarray.DirectGroupBytes = 1
 					}
 					q := &query.Query{Array: name, Layout: qc.layout, BatchRows: qc.batch, Limit: int64(qc.limit)}
 					if qc.limit < 0 {
@@ -270,7 +272,7 @@ func TestB2NDFixtureQueries(t *testing.T) {
 						}
 						q.Subarray = append(q.Subarray, dr)
 					}
-					r, err := Open(ctx, st, q, Options{Workers: 2})
+					r, err := reader.Open(ctx, st, q, reader.Options{Workers: 2})
 					if err != nil {
 						t.Fatalf("query %d: %v", qi, err)
 					}
@@ -317,8 +319,8 @@ func TestB2NDFixtureQueries(t *testing.T) {
 }
 
 func TestB2NDTimestampRefused(t *testing.T) {
-	st, _ := storage.NewLocal(filepath.Join("..", "testdata", "b2nd", "arrays"))
-	_, err := Open(context.Background(), st, &query.Query{Array: "g_lef8.b2nd", Timestamp: &query.Timestamp{End: 5}, Limit: -1}, Options{})
+	st, _ := storage.NewLocal(filepath.Join("..", "..", "testdata", "b2nd", "arrays"))
+	_, err := reader.Open(context.Background(), st, &query.Query{Array: "g_lef8.b2nd", Timestamp: &query.Timestamp{End: 5}, Limit: -1}, reader.Options{})
 	if errkind.Of(err) != errkind.InvalidArgument {
 		t.Fatalf("timestamp on a .b2nd: %v, want InvalidArgument", err)
 	}
@@ -329,7 +331,7 @@ func TestB2NDTimestampRefused(t *testing.T) {
 // the chunk (the fault is recovered), never a crash; the same read of the
 // intact file returns every cell.
 func TestB2NDMappedFileTruncated(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "testdata", "b2nd", "arrays", "g_lef8.b2nd"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "b2nd", "arrays", "g_lef8.b2nd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +340,7 @@ func TestB2NDMappedFileTruncated(t *testing.T) {
 	st, _ := storage.NewLocal(dir)
 	q := &query.Query{Array: "x.b2nd", Limit: -1}
 	read := func() (int64, error) {
-		r, err := Open(context.Background(), st, q, Options{Workers: 2})
+		r, err := reader.Open(context.Background(), st, q, reader.Options{Workers: 2})
 		if err != nil {
 			return 0, err
 		}
@@ -361,7 +363,7 @@ func TestB2NDMappedFileTruncated(t *testing.T) {
 	for _, hook := range []struct {
 		name string
 		at   *func()
-	}{{"heads", &b2ndBeforeHead}, {"blocks", &b2ndBeforeDecode}} {
+	}{{"heads", ndarray.BeforeHead}, {"blocks", ndarray.BeforeDecode}} {
 		if err := os.WriteFile(path, src, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package reader
+package base
 
 import (
 	"fmt"
@@ -44,7 +44,10 @@ type ZstdBatch struct {
 	err     error
 }
 
-func newZstdBatch(schema *arrow.Schema, fields []arrowconv.Field, rows int64, plain []arrow.Array, zstd []*ZstdColumn) *ZstdBatch {
+// NewZstdBatch makes a batch of rows rows whose column i is plain[i] or,
+// where that is nil, zstd[i]; it takes over one reference to each plain
+// column.
+func NewZstdBatch(schema *arrow.Schema, fields []arrowconv.Field, rows int64, plain []arrow.Array, zstd []*ZstdColumn) *ZstdBatch {
 	b := &ZstdBatch{schema: schema, fields: fields, rows: rows, plain: plain, zstd: zstd}
 	b.refs.Store(1)
 	return b

@@ -1,4 +1,4 @@
-package reader
+package agg
 
 // Aggregates over a .b2nd: the cells of the subarray are read by the
 // .b2nd read path (global order, only the fields the aggregates and the
@@ -22,20 +22,22 @@ import (
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/reader/base"
+	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/reader/plan"
 )
 
 // b2ndAggBatchRows is the batch size of an aggregate's inner read.
 const b2ndAggBatchRows = 1 << 16
 
-func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader, error) {
+func newB2NDReader(ctx context.Context, p *plan.Plan, opt base.Options) (*Reader, error) {
 	ts := plan.B2NDTypedSchema(p.Array)
 	aggs, err := newAggs(ts, p.Array.Dir, p.Query.Aggregates)
 	if err != nil {
 		return nil, err
 	}
-	src := &aggSource{aggs: aggs, dense: true}
-	if src.schema, err = AggregateSchema(p); err != nil {
+	src := &Reader{aggs: aggs, dense: true}
+	if src.schema, err = Schema(p); err != nil {
 		return nil, err
 	}
 	inner := *p
@@ -71,7 +73,7 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 			}
 		}
 	}
-	bs, err := newB2NDSource(ctx, &inner, opt, true, special)
+	bs, err := ndarray.NewAggReader(ctx, &inner, opt, special)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 			}
 			n := int(rec.NumRows())
 			var pass []bool
-			if bs.prog != nil {
+			if inner.Cond != nil { // the last column tells which cells pass
 				pc := rec.Column(int(rec.NumCols()) - 1).(*arrowarray.Boolean)
 				pass = make([]bool, n)
 				for i := range pass {
@@ -119,7 +121,7 @@ func openB2NDAggregate(ctx context.Context, p *plan.Plan, opt Options) (*Reader,
 			rec.Release()
 		}
 	}
-	return &Reader{plan: p, schema: src.schema, src: src}, nil
+	return src, nil
 }
 
 // addRepeated aggregates k cells that all hold value v (little-endian):
