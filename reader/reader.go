@@ -45,7 +45,7 @@ type ZstdColumn = base.ZstdColumn
 
 // source is a read path: one of the readers below.
 type source interface {
-	Next(ctx context.Context) (arrow.Record, error)
+	Next(ctx context.Context) (arrow.RecordBatch, error)
 	Close()
 }
 
@@ -177,7 +177,7 @@ func (r *Reader) Schema() *arrow.Schema { return r.schema }
 
 // Next returns the next record batch, or io.EOF after the last one. The
 // caller releases each record.
-func (r *Reader) Next(ctx context.Context) (arrow.Record, error) {
+func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if r.src == nil {
 		return nil, io.EOF
 	}
@@ -201,7 +201,7 @@ func (r *Reader) RecordReader(ctx context.Context) arrowarray.RecordReader {
 type recordReader struct {
 	r    *Reader
 	ctx  context.Context
-	cur  arrow.Record
+	cur  arrow.RecordBatch
 	err  error
 	refs int64
 }
@@ -240,7 +240,7 @@ func (rr *recordReader) Next() bool {
 }
 
 func (rr *recordReader) RecordBatch() arrow.RecordBatch { return rr.cur }
-func (rr *recordReader) Record() arrow.Record           { return rr.cur }
+func (rr *recordReader) Record() arrow.RecordBatch      { return rr.cur }
 func (rr *recordReader) Err() error                     { return rr.err }
 
 // MemoryInUse returns the decoded bytes that all running queries hold

@@ -58,7 +58,7 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-func compareReadBatch(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.Record, batch int) {
+func compareReadBatch(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.RecordBatch, batch int) {
 	t.Helper()
 	for _, r := range recs {
 		if int(r.NumRows()) > batch {

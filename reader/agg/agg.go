@@ -418,7 +418,7 @@ type Reader struct {
 func (s *Reader) Schema() *arrow.Schema { return s.schema }
 
 // Next returns the one-row result, then io.EOF.
-func (s *Reader) Next(ctx context.Context) (arrow.Record, error) {
+func (s *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.done {
 		return nil, io.EOF
 	}

@@ -23,7 +23,7 @@ import (
 
 // readTimed runs q under a deadline: a read that waits on its own memory
 // budget shows up as a deadline error instead of a hung test.
-func readTimed(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.Record, error) {
+func readTimed(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.RecordBatch, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -32,7 +32,7 @@ func readTimed(t *testing.T, st storage.Store, q *query.Query, opt reader.Option
 		return nil, err
 	}
 	defer r.Close()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for {
 		rec, err := r.Next(ctx)
 		if err == io.EOF {
@@ -51,7 +51,7 @@ func readTimed(t *testing.T, st storage.Store, q *query.Query, opt reader.Option
 	}
 }
 
-func canonRows(recs []arrow.Record) []string {
+func canonRows(recs []arrow.RecordBatch) []string {
 	var out []string
 	for _, r := range recs {
 		for i := 0; i < int(r.NumRows()); i++ {

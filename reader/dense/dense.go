@@ -637,7 +637,7 @@ func (d *Reader) generateGlobal(all [][]piece, emit func(*Chunk) bool) {
 }
 
 // Next assembles the next record batch from built chunks.
-func (d *Reader) Next(ctx context.Context) (arrow.Record, error) {
+func (d *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if d.done {
 		return nil, io.EOF
 	}

@@ -296,7 +296,7 @@ var errStop = fmt.Errorf("limit reached")
 
 var memPool = memory.DefaultAllocator
 
-func (s *Reader) Next(ctx context.Context) (arrow.Record, error) {
+func (s *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	select {
 	case rec, ok := <-s.out:
 		if !ok {

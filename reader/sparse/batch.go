@@ -75,7 +75,7 @@ func (b *batcher) reset() {
 }
 
 // build turns the collected cells into a record and resets the batcher.
-func (b *batcher) build() (arrow.Record, error) {
+func (b *batcher) build() (arrow.RecordBatch, error) {
 	defer b.reset()
 	cols := make([]arrow.Array, len(b.r.fields))
 	defer func() {
@@ -110,7 +110,7 @@ func (b *batcher) build() (arrow.Record, error) {
 		}
 		cols[c] = col
 	}
-	return arrowarray.NewRecord(b.r.schema, cols, int64(b.n)), nil
+	return arrowarray.NewRecordBatch(b.r.schema, cols, int64(b.n)), nil
 }
 
 // slice wraps cells [s, s+n) of a tile without copying their values; own

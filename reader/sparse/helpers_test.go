@@ -160,7 +160,7 @@ func nonEmptyUnion(a *tdbarray.Array, i int) plan.Range {
 
 // readAll runs a plan to the end, checking batch sizes, and returns the
 // records.
-func readAll(t testing.TB, p *plan.Plan, fields []arrowconv.Field, budget int64) []arrow.Record {
+func readAll(t testing.TB, p *plan.Plan, fields []arrowconv.Field, budget int64) []arrow.RecordBatch {
 	t.Helper()
 	ctx := context.Background()
 	ld := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: budget})
@@ -169,7 +169,7 @@ func readAll(t testing.TB, p *plan.Plan, fields []arrowconv.Field, budget int64)
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for {
 		rec, err := r.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -187,7 +187,7 @@ func readAll(t testing.TB, p *plan.Plan, fields []arrowconv.Field, budget int64)
 }
 
 // rowsOf renders records as one canonical string per cell per column.
-func rowsOf(t testing.TB, recs []arrow.Record) [][]string {
+func rowsOf(t testing.TB, recs []arrow.RecordBatch) [][]string {
 	t.Helper()
 	var cols [][]string
 	for _, rec := range recs {

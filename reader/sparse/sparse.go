@@ -12,7 +12,6 @@ package sparse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,7 +19,6 @@ import (
 	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
@@ -245,7 +243,7 @@ func (r *Reader) Schema() *arrow.Schema { return r.schema }
 
 // Next returns the next record batch (at most Plan.BatchRows rows), or
 // io.EOF after the last one. The caller releases each record.
-func (r *Reader) Next(ctx context.Context) (arrow.Record, error) {
+func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if r.done {
 		return nil, io.EOF
 	}
@@ -502,8 +500,6 @@ func (r *Reader) fragConds(fs *fragState) error {
 	return nil
 }
 
-var errStop = errors.New("stop")
-
 // pooledScans lets concat sources load their tiles pooled (see
 // NewReader); benchmarks turn it off to compare.
 var pooledScans = true
@@ -516,5 +512,3 @@ func (r *Reader) deletedAt(dts uint64) bool {
 	}
 	return dts <= end
 }
-
-var _ = arrowarray.NewRecord

@@ -65,8 +65,6 @@ func (t *ltile) multAt(k int) int {
 	return int(t.mult[k])
 }
 
-func (t *ltile) retain() { t.refs.Add(1) }
-
 func (t *ltile) release() {
 	if t == nil {
 		return

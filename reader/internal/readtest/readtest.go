@@ -101,14 +101,14 @@ func OpenCase(t *testing.T, c fixtures.Case) (storage.Store, []byte) {
 }
 
 // ReadAll runs q and returns its batches.
-func ReadAll(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.Record, *arrow.Schema, error) {
+func ReadAll(t *testing.T, st storage.Store, q *query.Query, opt reader.Options) ([]arrow.RecordBatch, *arrow.Schema, error) {
 	t.Helper()
 	r, err := reader.Open(context.Background(), st, q, opt)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer r.Close()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for {
 		rec, err := r.Next(context.Background())
 		if err == io.EOF {
@@ -143,7 +143,7 @@ func TypeNames(c fixtures.Case, r fixtures.Read) map[string]string {
 
 // CompareRead compares batches of at most 7 rows with the cells TileDB
 // read, cell by cell.
-func CompareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.Record) {
+func CompareRead(t *testing.T, c fixtures.Case, rd fixtures.Read, recs []arrow.RecordBatch) {
 	t.Helper()
 	types := TypeNames(c, rd)
 	total := 0
