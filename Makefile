@@ -8,7 +8,11 @@ DATA ?= ./data
 LISTEN ?= 127.0.0.1:8815
 FUZZTIME ?= 10s
 BENCHTIME ?= 1x
-export GOFLAGS ?= -mod=mod
+# nodynamic: the WebP encoder (github.com/gen2brain/webp) runs libwebp
+# compiled to WebAssembly inside the binary, never a system libwebp.so
+# through dlopen, so that flightd stays one static binary that behaves the
+# same everywhere.
+export GOFLAGS ?= -mod=mod -tags=nodynamic
 
 .PHONY: all setup pyclient jdbc sparkjar build test test-go race gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
