@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
+.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
 
 all: build
 
@@ -42,13 +42,16 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flightd ./cmd/flightd
 
-# The checks every change passes before its tests: gofmt, go vet and
-# staticcheck (a pinned Go tool in tools/go.mod, so the project's go.mod
-# does not carry it). staticcheck.conf says which checks are off and why.
-vet:
+# The checks every change passes before its tests: gofmt and go vet
+# (fmtvet), then staticcheck (a pinned Go tool in tools/go.mod, so the
+# project's go.mod does not carry it; staticcheck.conf says which checks
+# are off and why).
+fmtvet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv/*')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+vet: fmtvet
 	$(GO) tool -modfile=tools/go.mod staticcheck ./...
 
 # The packages whose goroutines share memory: their tests also run under
@@ -58,11 +61,12 @@ RACE_PKGS ?= ./transport/... ./internal/idletrim/... ./internal/bufpool/... ./ca
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
 
-# test-go: the Go-only loop, about a minute on two cores: the checks, then
-# every Go test (fixture-driven conformance tests run when the fixtures
+# test-go: the Go-only loop, about a minute on two cores: gofmt, go vet,
+# then every Go test in -short mode (the few that read hundreds of MiB
+# run in make test; fixture-driven conformance tests run when the fixtures
 # exist, as after one `make test`).
-test-go: vet
-	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -count=1 ./...
+test-go: fmtvet
+	TILEFLIGHT_FIXTURES=$(abspath $(FIXTURES)) $(GO) test -short -count=1 ./...
 
 gotest:
 	$(GO) test -count=1 ./...
