@@ -50,9 +50,10 @@ func decodeBase64(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// BearerSecret is the secret of an authorization header (the bearer
-// token, or Basic's password), "" when the header is malformed.
-func BearerSecret(header string) string {
-	c, _ := parseAuthorization(header)
-	return c.secret
+// ParseAuthorization reads an authorization header: its secret (the
+// bearer token, or Basic's password) and Basic's user name; ok is false
+// when the header is malformed.
+func ParseAuthorization(header string) (secret, user string, ok bool) {
+	c, ok := parseAuthorization(header)
+	return c.secret, c.user, ok
 }

@@ -31,16 +31,15 @@ func AuthInterceptors(a *access.Authenticator) (grpc.UnaryServerInterceptor, grp
 // credentials configured the handshake succeeds.
 func (s *Service) Handshake(stream aflight.FlightService_HandshakeServer) error {
 	ctx := stream.Context()
-	var secret string
+	enabled := s.cfg.Auth.Enabled()
+	// The header is read once here and its secret checked once below
+	// (the interceptors leave the Handshake to this method).
+	var secret, user string
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get("authorization")) > 0 {
-		p, err := s.cfg.Auth.Authenticate(ctx)
-		if err != nil {
-			return err
+		var valid bool
+		if secret, user, valid = access.ParseAuthorization(md.Get("authorization")[0]); !valid && enabled {
+			return status.Error(codes.Unauthenticated, "malformed authorization header: "+access.Hint)
 		}
-		if p != nil {
-			callInfo(ctx).SetPrincipal(p)
-		}
-		secret = access.BearerSecret(md.Get("authorization")[0])
 	}
 	// The client's first message, if any, may hold the token.
 	var payload []byte
@@ -52,7 +51,11 @@ func (s *Service) Handshake(stream aflight.FlightService_HandshakeServer) error 
 		payload = req.Payload
 		secret = string(req.Payload)
 	}
-	if !s.cfg.Auth.Enabled() {
+	cn := access.ClientCertCN(ctx)
+	if !enabled {
+		if cn != "" {
+			callInfo(ctx).SetPrincipal(&access.Principal{Name: "cert:" + cn, CertCN: cn, Level: access.ReadWrite})
+		}
 		return nil
 	}
 	if secret == "" {
@@ -62,6 +65,7 @@ func (s *Service) Handshake(stream aflight.FlightService_HandshakeServer) error 
 	if err != nil {
 		return err
 	}
+	p.User, p.CertCN = user, cn
 	callInfo(ctx).SetPrincipal(p)
 	if err := stream.SendHeader(metadata.Pairs("authorization", "Bearer "+secret)); err != nil {
 		return err
