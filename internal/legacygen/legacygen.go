@@ -93,15 +93,8 @@ func sparse(out, name string, version uint32, zipped bool, coordsFilters pipelin
 		},
 		Name: names.LegacySchemaFile,
 	}
-	frag := filepath.Join(dir, "__0123456789abcdef0123456789abcdef_1000")
-	if err := os.MkdirAll(frag, 0o755); err != nil {
-		return err
-	}
-	sb, err := schema.EncodeFile(s)
+	frag, err := createArray(dir, "__0123456789abcdef0123456789abcdef_1000", s)
 	if err != nil {
-		return fmt.Errorf("schema: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, names.LegacySchemaFile), sb, 0o644); err != nil {
 		return err
 	}
 	opt := filters.Options{}
@@ -260,15 +253,8 @@ func dense(out string) error {
 		},
 		Name: names.LegacySchemaFile,
 	}
-	frag := filepath.Join(dir, "__fedcba9876543210fedcba9876543210_1000")
-	if err := os.MkdirAll(frag, 0o755); err != nil {
-		return err
-	}
-	sb, err := schema.EncodeFile(s)
+	frag, err := createArray(dir, "__fedcba9876543210fedcba9876543210_1000", s)
 	if err != nil {
-		return fmt.Errorf("schema: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, names.LegacySchemaFile), sb, 0o644); err != nil {
 		return err
 	}
 	opt := filters.Options{}
@@ -363,4 +349,21 @@ func dense(out string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+}
+
+// createArray writes the legacy schema file of an array at dir and makes
+// the directory of its one fragment, which it returns.
+func createArray(dir, fragment string, s *schema.ArraySchema) (string, error) {
+	frag := filepath.Join(dir, fragment)
+	if err := os.MkdirAll(frag, 0o755); err != nil {
+		return "", err
+	}
+	sb, err := schema.EncodeFile(s)
+	if err != nil {
+		return "", fmt.Errorf("schema: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, names.LegacySchemaFile), sb, 0o644); err != nil {
+		return "", err
+	}
+	return frag, nil
 }
