@@ -157,6 +157,16 @@ func doPut(ctx context.Context, c aflight.Client, fd *aflight.FlightDescriptor, 
 	return out, json.Unmarshal(res.AppMetadata, &out)
 }
 
+// keyedStrings is a DoPut batch of a sparse array with an integer
+// dimension k and a string attribute s.
+func keyedStrings(ks []int32, ss []string) arrow.RecordBatch {
+	b := arrarray.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil))
+	b.Field(0).(*arrarray.Int32Builder).AppendValues(ks, nil)
+	b.Field(1).(*arrarray.StringBuilder).AppendValues(ss, nil)
+	return b.NewRecordBatch()
+}
+
 // A sparse array written through DoPut reads back through DoGet, and the
 // mutation is refused to a read-only token.
 func TestPutGetAndAuthInProcess(t *testing.T) {
@@ -178,11 +188,7 @@ func TestPutGetAndAuthInProcess(t *testing.T) {
 	rw := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer w")
 	ro := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer r")
 
-	b := arrarray.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil))
-	b.Field(0).(*arrarray.Int32Builder).AppendValues([]int32{7, 3, 5}, nil)
-	b.Field(1).(*arrarray.StringBuilder).AppendValues([]string{"seven", "three", "five"}, nil)
-	rec := b.NewRecordBatch()
+	rec := keyedStrings([]int32{7, 3, 5}, []string{"seven", "three", "five"})
 	defer rec.Release()
 	path := &aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: []string{"g", "a"}}
 

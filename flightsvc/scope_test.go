@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	arrarray "github.com/apache/arrow-go/v18/arrow/array"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -49,11 +46,7 @@ func TestScopedTokenReachesOnlyItsPrefixes(t *testing.T) {
 	lab := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer lab")
 	all := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer all")
 
-	b := arrarray.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil))
-	b.Field(0).(*arrarray.Int32Builder).AppendValues([]int32{7}, nil)
-	b.Field(1).(*arrarray.StringBuilder).AppendValues([]string{"seven"}, nil)
-	rec := b.NewRecordBatch()
+	rec := keyedStrings([]int32{7}, []string{"seven"})
 	defer rec.Release()
 	for _, name := range []string{"lab/a", "other/b"} {
 		if _, err := doPut(all, c, &aflight.FlightDescriptor{Type: aflight.DescriptorPATH, Path: strings.Split(name, "/")}, rec); err != nil {
