@@ -1,13 +1,16 @@
-"""Format v1 and v2 (TileDB 1.x) arrays built by internal/legacygen from
+"""Format v1 to v4 (TileDB 1.x) arrays built by internal/legacygen from
 the format specification, read through the daemon and compared with what
 TileDB 2.30 reads from the same files: coordinates zipped in
-__coords.tdb (v2: stored dimension by dimension, under zstd; v1:
-unfiltered, cell by cell), an int32 attribute under zstd and a var-size
-string attribute under gzip, tiles of three cells. Unlike TileDB's own v1-4 inputs (test_legacy_arrays.py),
-these run everywhere.
+__coords.tdb (v2 to v4: stored dimension by dimension, under zstd, gzip
+for v3; v1: unfiltered, cell by cell), an int32 attribute under zstd and
+a var-size string attribute under gzip, tiles of three cells. v1 and v2
+keep their fragment metadata in one tile; v3 and v4 in generic-tile
+sections behind a footer, with an R-tree of the version's own layout, in
+fragments named __t1_t2_uuid. Unlike TileDB's own v1-4 inputs
+(test_legacy_arrays.py), these run everywhere.
 
-And v2_dense: the same attributes over a 4 x 6 domain in 2 x 3 space
-tiles (no coordinates file).
+And v2_dense, v4_dense: the same attributes over a 4 x 6 domain in 2 x 3
+space tiles (no coordinates file).
 
 Checked: reads in every layout, subarrays, conditions on an attribute and
 on a dimension, aggregates; the array after TileDB 2.30 wrote a v22
@@ -23,7 +26,7 @@ import numpy as np
 import pytest
 import tiledb
 
-from flightd_fixture import REPO, Daemon, action, flightd_bin, read  # noqa: F401 (fixture)
+from flightd_fixture import REPO, Daemon, action, expect_code, flightd_bin, read  # noqa: F401 (fixture)
 
 FIELDS = ("d1", "d2", "a", "s")
 
@@ -34,14 +37,16 @@ def synth(flightd_bin, tmp_path_factory):
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "-mod=mod")
     subprocess.run(["go", "run", "./cmd/legacygen", str(data)], cwd=REPO, env=env, check=True)
-    shutil.copytree(data / "v2_dense", data / "dense_merged")
-    with tiledb.open(str(data / "dense_merged"), "w") as A:
-        A[2:4, 3:6] = {"a": np.array([[-1, -2, -3], [-4, -5, -6]], dtype=np.int32),
-                       "s": np.array([["p", "", "qq"], ["r", "sss", "t"]], dtype=object)}
-    shutil.copytree(data / "v2_sparse", data / "merged")
-    with tiledb.open(str(data / "merged"), "w") as A:
-        A[np.array([2, 500], dtype=np.int64), np.array([3, 500], dtype=np.int64)] = {
-            "a": np.array([-1, 500], dtype=np.int32), "s": np.array(["over", "new"], dtype=object)}
+    for src, dst in (("v2_dense", "dense_merged"), ("v4_dense", "dense_merged_v4")):
+        shutil.copytree(data / src, data / dst)
+        with tiledb.open(str(data / dst), "w") as A:
+            A[2:4, 3:6] = {"a": np.array([[-1, -2, -3], [-4, -5, -6]], dtype=np.int32),
+                           "s": np.array([["p", "", "qq"], ["r", "sss", "t"]], dtype=object)}
+    for src, dst in (("v2_sparse", "merged"), ("v4_sparse", "merged_v4")):
+        shutil.copytree(data / src, data / dst)
+        with tiledb.open(str(data / dst), "w") as A:
+            A[np.array([2, 500], dtype=np.int64), np.array([3, 500], dtype=np.int64)] = {
+                "a": np.array([-1, 500], dtype=np.int32), "s": np.array(["over", "new"], dtype=object)}
     d = Daemon(flightd_bin, data)
     try:
         yield d
@@ -69,11 +74,11 @@ def rows(cells):
     return [tuple(cells[k][i] for k in FIELDS) for i in range(len(cells["d1"]))]
 
 
-@pytest.mark.parametrize("array", ["v2_sparse", "v1_sparse", "merged"])
+@pytest.mark.parametrize("array", ["v2_sparse", "v1_sparse", "merged", "v3_sparse", "v4_sparse", "merged_v4"])
 def test_synthetic_v2_reads_equal_tiledb(synth, array):
     uri = os.path.join(synth.data, array)
     full = tiledb_cells(uri)
-    if array != "merged":
+    if not array.startswith("merged"):
         # TileDB reads back exactly the cells the generator wrote.
         with open(os.path.join(synth.data, array + ".json")) as f:
             written = json.load(f)
@@ -100,14 +105,15 @@ def test_synthetic_v2_reads_equal_tiledb(synth, array):
         c.close()
 
 
-def test_synthetic_v2_consolidated_read_by_tiledb(synth):
-    src = os.path.join(synth.data, "merged")
+@pytest.mark.parametrize("array", ["merged", "merged_v4"])
+def test_synthetic_v2_consolidated_read_by_tiledb(synth, array):
+    src = os.path.join(synth.data, array)
     want = tiledb_cells(src, order="C")
-    dst = os.path.join(synth.data, "merged_cons")
+    dst = os.path.join(synth.data, array + "_cons")
     shutil.copytree(src, dst)
     c = synth.client()
     try:
-        res = action(c, "consolidate", {"array": "merged_cons"})
+        res = action(c, "consolidate", {"array": array + "_cons"})
         assert len(res["consolidated"]) == 2 and res["written"], res
     finally:
         c.close()
@@ -126,11 +132,11 @@ def dense_tiledb(uri, r=(1, 4), c=(1, 6), order="C"):
     return [tuple(norm(x) for x in t) for t in zip(*(np.asarray(res[k]).ravel(order="C").tolist() for k in DENSE))]
 
 
-@pytest.mark.parametrize("array", ["v2_dense", "dense_merged"])
+@pytest.mark.parametrize("array", ["v2_dense", "dense_merged", "v4_dense", "dense_merged_v4"])
 def test_synthetic_v2_dense_reads_equal_tiledb(synth, array):
     uri = os.path.join(synth.data, array)
-    if array == "v2_dense":
-        with open(os.path.join(synth.data, "v2_dense.json")) as f:
+    if not array.startswith("dense_merged"):
+        with open(os.path.join(synth.data, array + ".json")) as f:
             written = json.load(f)
         assert sorted(dense_tiledb(uri)) == sorted((c["D1"], c["D2"], c["A"], c["S"]) for c in written)
     c = synth.client()
@@ -165,14 +171,15 @@ def ours_dense_filter(c, array, cond):
     return [tuple("" if x == "\x00" else norm(x) for x in row) for row in zip(*(t.column(k).to_pylist() for k in DENSE))]
 
 
-def test_synthetic_v2_dense_consolidated_read_by_tiledb(synth):
-    src = os.path.join(synth.data, "dense_merged")
+@pytest.mark.parametrize("array", ["dense_merged", "dense_merged_v4"])
+def test_synthetic_v2_dense_consolidated_read_by_tiledb(synth, array):
+    src = os.path.join(synth.data, array)
     want = dense_tiledb(src)
-    dst = os.path.join(synth.data, "dense_merged_cons")
+    dst = os.path.join(synth.data, array + "_cons")
     shutil.copytree(src, dst)
     c = synth.client()
     try:
-        res = action(c, "consolidate", {"array": "dense_merged_cons"})
+        res = action(c, "consolidate", {"array": array + "_cons"})
         assert len(res["consolidated"]) == 2 and res["written"], res
     finally:
         c.close()
@@ -181,21 +188,24 @@ def test_synthetic_v2_dense_consolidated_read_by_tiledb(synth):
     assert dense_tiledb(dst) == want
 
 
-def test_doput_into_v2_array_read_by_tiledb(synth):
-    """Our writer's v22 fragment in a v2 array (dimension tiles unfiltered,
-    as TileDB writes them there): TileDB reads it merged with the v2 one."""
+@pytest.mark.parametrize("src", ["v2_sparse", "v4_sparse"])
+def test_doput_into_v2_array_read_by_tiledb(synth, src):
+    """Our writer's v22 fragment in a v2 (v4) array (dimension tiles
+    unfiltered, as TileDB writes them there): TileDB reads it merged with
+    the legacy one."""
     import pyarrow as pa
     from flightd_fixture import cmd, put
-    dst = os.path.join(synth.data, "put_v2")
-    shutil.copytree(os.path.join(synth.data, "v2_sparse"), dst)
+    name = "put_" + src
+    dst = os.path.join(synth.data, name)
+    shutil.copytree(os.path.join(synth.data, src), dst)
     before = {(r[0], r[1]): r for r in rows(tiledb_cells(dst))}
     c = synth.client()
     try:
-        res = put(c, cmd(array="put_v2"), pa.table({
+        res = put(c, cmd(array=name), pa.table({
             "d1": pa.array([2, 600], pa.int64()), "d2": pa.array([3, 601], pa.int64()),
             "a": pa.array([-7, 600], pa.int32()), "s": pa.array(["put", "new one"])}))
         assert res["rows"] == 2, res
-        got_ours = sorted(rows(ours(c, array="put_v2")))
+        got_ours = sorted(rows(ours(c, array=name)))
     finally:
         c.close()
     before[(2, 3)] = (2, 3, -7, "put")
@@ -211,3 +221,29 @@ def test_tiledb_known_issue_dimension_condition_on_v1_4_fragments(synth):
     uri = os.path.join(synth.data, "v2_sparse")
     assert tiledb_cells(uri, cond="d2 >= 3")["d2"] == []
     assert [x for x in tiledb_cells(uri)["d2"] if x >= 3] != []
+
+
+@pytest.mark.parametrize("array,file,size", [
+    ("v1_sparse", "__coords.tdb", 40), ("v1_sparse", "__fragment_metadata.tdb", 60),
+    ("v2_sparse", "s_var.tdb", 10), ("v2_sparse", "a.tdb", 0),
+    ("v3_sparse", "__coords.tdb", 30), ("v3_sparse", "__fragment_metadata.tdb", 100),
+    ("v4_sparse", "__fragment_metadata.tdb", 20), ("v4_sparse", "s.tdb", 12),
+    ("v4_dense", "a.tdb", 25), ("v4_dense", "__fragment_metadata.tdb", 150),
+])
+def test_truncated_legacy_fragment_is_data_loss_naming_the_file(synth, array, file, size):
+    """A v1-4 fragment with one file cut short: DataLoss naming the
+    fragment and that file (the metadata's footer, a section, or a data
+    tile), and the daemon keeps serving the whole array beside it."""
+    name = f"cut_{array}_{file.replace('.', '_')}"
+    dst = os.path.join(synth.data, name)
+    shutil.copytree(os.path.join(synth.data, array), dst)
+    frag = [e for e in os.listdir(dst) if e.startswith("__") and os.path.isdir(os.path.join(dst, e))][0]
+    os.truncate(os.path.join(dst, frag, file), size)
+    c = synth.client()
+    try:
+        msg = expect_code("DATA_LOSS", read, c, array=name, layout="row-major")
+        assert file in msg and frag in msg, msg
+        assert synth.data not in msg, msg  # array-relative names only
+        assert read(c, array=array).num_rows > 0
+    finally:
+        c.close()

@@ -109,19 +109,27 @@ func LoadAll(fr *Fragment) (*Metadata, error) {
 
 // Encode lays out a complete __fragment_metadata.tdb the way TileDB writes
 // it: each section as a generic tile in TileDB's order, then the footer and
-// its length. Versions 7 to 23 are supported (TileDB 2.30 writes 22). It
-// returns the file and the footer with the section offsets it recorded.
+// its length. Versions 3 to 23 are supported (TileDB 2.30 writes 22; 3
+// to 6 are there for TileDB 1.x arrays built from the format, before
+// nullable attributes). It returns the file and the footer with the
+// section offsets it recorded.
 // f runs the generic tile filters (nil: gentile's default gzip level 1).
 func Encode(m *Metadata, f gentile.Filterer) ([]byte, *Footer, error) {
 	ft := m.Footer
 	v := ft.Version
-	if v < versionValidity || v > versionOptionalSection {
+	if v < versionFooterSections || v > versionOptionalSection {
 		return nil, nil, fmt.Errorf("fragment metadata: cannot write version %d", v)
 	}
 	if err := ft.Layout.check(); err != nil {
 		return nil, nil, err
 	}
 	num := ft.FieldNum()
+	// Before v5 only attributes have var-size sections (the coordinates
+	// were one fixed-size field).
+	nVar := num
+	if v < versionSplitCoords {
+		nVar = len(ft.Layout.Attrs)
+	}
 	var out []byte
 	put := func(payload []byte) (uint64, error) {
 		off := uint64(len(out))
@@ -143,9 +151,9 @@ func Encode(m *Metadata, f gentile.Filterer) ([]byte, *Footer, error) {
 		}
 		return offs, nil
 	}
-	list := func(ls [][]uint64, what string) (func(int) []byte, error) {
-		if len(ls) > num {
-			return nil, fmt.Errorf("fragment metadata %s: %d fields, fragment has %d", what, len(ls), num)
+	list := func(ls [][]uint64, n int, what string) (func(int) []byte, error) {
+		if len(ls) > n {
+			return nil, fmt.Errorf("fragment metadata %s: %d fields, fragment has %d", what, len(ls), n)
 		}
 		return func(i int) []byte {
 			if i < len(ls) {
@@ -166,7 +174,11 @@ func Encode(m *Metadata, f gentile.Filterer) ([]byte, *Footer, error) {
 		}, nil
 	}
 	var o Offsets
-	rt, err := EncodeRTree(&m.RTree, &ft.Layout)
+	encodeTree := EncodeRTree
+	if v < versionSplitCoords {
+		encodeTree = encodeZippedRTree
+	}
+	rt, err := encodeTree(&m.RTree, &ft.Layout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,22 +189,23 @@ func Encode(m *Metadata, f gentile.Filterer) ([]byte, *Footer, error) {
 		what string
 		ls   [][]uint64
 		dst  *[]uint64
+		n    int
 		min  uint32
 	}{
-		{"tile offsets", m.TileOffsets, &o.TileOffsets, 0},
-		{"tile var offsets", m.TileVarOffsets, &o.TileVarOffsets, 0},
-		{"tile var sizes", m.TileVarSizes, &o.TileVarSizes, 0},
-		{"tile validity offsets", m.TileValidityOffsets, &o.TileValidityOffsets, versionValidity},
+		{"tile offsets", m.TileOffsets, &o.TileOffsets, num, 0},
+		{"tile var offsets", m.TileVarOffsets, &o.TileVarOffsets, nVar, 0},
+		{"tile var sizes", m.TileVarSizes, &o.TileVarSizes, nVar, 0},
+		{"tile validity offsets", m.TileValidityOffsets, &o.TileValidityOffsets, num, versionValidity},
 	}
 	for _, s := range steps {
 		if v < s.min {
 			continue
 		}
-		enc, err := list(s.ls, s.what)
+		enc, err := list(s.ls, s.n, s.what)
 		if err != nil {
 			return nil, nil, err
 		}
-		if *s.dst, err = perField(s.what, num, enc); err != nil {
+		if *s.dst, err = perField(s.what, s.n, enc); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -233,7 +246,7 @@ func Encode(m *Metadata, f gentile.Filterer) ([]byte, *Footer, error) {
 			{"tile sums", m.TileSums, &o.TileSums},
 			{"tile null counts", m.TileNullCounts, &o.TileNullCounts},
 		} {
-			enc, err := list(s.ls, s.what)
+			enc, err := list(s.ls, num, s.what)
 			if err != nil {
 				return nil, nil, err
 			}

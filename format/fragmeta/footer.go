@@ -124,7 +124,8 @@ func FixedFooterSize(l *Layout, version uint32) (uint64, bool) {
 
 // DecodeFooter decodes a footer at the start of b (extra trailing bytes
 // are ignored) and reports how many bytes it occupies. version is the one
-// in the fragment's name; it must match the footer's own.
+// in the fragment's name; it must match the footer's own (a name that says 4
+// also admits a version 3 footer).
 func DecodeFooter(b []byte, l Layout, version uint32) (*Footer, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -140,7 +141,9 @@ func DecodeFooter(b []byte, l Layout, version uint32) (*Footer, error) {
 	r := wire.NewReader(b)
 	f := &Footer{Layout: l}
 	f.Version = r.Uint32("footer: version")
-	if r.Err() == nil && f.Version != version {
+	// Names of the form __t1_t2_uuid say only "version 3 or 4" (TileDB
+	// reads them as 4); the footer holds the version that wrote it.
+	if r.Err() == nil && f.Version != version && !(version == 4 && f.Version == 3) {
 		return nil, fmt.Errorf("fragment metadata footer: %w: version %d, fragment name says %d", wire.ErrCorrupt, f.Version, version)
 	}
 	f.SchemaName = legacySchemaName

@@ -103,6 +103,23 @@ func EncodeRTree(t *RTree, l *Layout) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
+// encodeZippedRTree serializes t in the layout of versions 3 and 4, which
+// also recorded the dimension count and the domain's one datatype.
+func encodeZippedRTree(t *RTree, l *Layout) ([]byte, error) {
+	if err := l.checkZipped(); err != nil {
+		return nil, err
+	}
+	tree, err := EncodeRTree(t, l)
+	if err != nil {
+		return nil, err
+	}
+	w := wire.NewWriter(make([]byte, 0, len(tree)+5))
+	w.Uint32(uint32(len(l.Dims)))
+	w.Uint32(t.Fanout)
+	w.Uint8(uint8(l.Dims[0].Type))
+	return append(w.Bytes(), tree[4:]...), nil
+}
+
 // DefaultFanout is the R-tree fanout TileDB uses.
 const DefaultFanout = 10
 

@@ -1,9 +1,11 @@
 // Package legacygen writes synthetic TileDB arrays whose schema and
-// fragment are in format version 1 or 2 (TileDB 1.x), built from the format
-// specification: the schema file __array_schema.tdb, one fragment directory
-// __<uuid>_<timestamp> in the array root holding the legacy fragment
-// metadata (one generic tile), the zipped coordinates __coords.tdb and one
-// file per attribute named after it. TileDB 2.30 still reads such arrays;
+// fragment are in format versions 1 to 4 (TileDB 1.x), built from the
+// format specification: the schema file __array_schema.tdb, one fragment
+// directory in the array root (named __<uuid>_<timestamp> in v1-2,
+// __<t1>_<t2>_<uuid> in v3-4) holding the fragment metadata (v1-2: one
+// generic tile; v3-4: generic-tile sections, the R-tree among them, behind
+// a footer), the zipped coordinates __coords.tdb and one file per
+// attribute named after it. TileDB 2.30 still reads such arrays;
 // python_tests/test_legacy_synthetic.py compares its reads with ours.
 //
 //	go run ./cmd/legacygen OUTDIR
@@ -11,9 +13,11 @@
 // Arrays: v2_sparse (two int64 dimensions, coordinates under zstd, an
 // int32 attribute under zstd, a var-size string attribute under gzip,
 // tiles of 3 cells), v1_sparse (the same in format v1, coordinates
-// unfiltered and so stored cell by cell) and v2_dense (the same attributes over a 4 x 6 int64
-// domain in 2 x 3 space tiles, written whole). The values are fixed;
-// OUTDIR/<array>.json lists the cells written.
+// unfiltered and so stored cell by cell), v4_sparse and v3_sparse (the
+// same in v4, and in v3 with gzip coordinates), and v2_dense and v4_dense
+// (the same attributes over a 4 x 6 int64 domain in 2 x 3 space tiles,
+// written whole). The values are fixed; OUTDIR/<array>.json lists the
+// cells written.
 package legacygen
 
 import (
@@ -25,6 +29,7 @@ import (
 
 	"github.com/tileflight/tileflight/filters"
 	"github.com/tileflight/tileflight/format/datatype"
+	"github.com/tileflight/tileflight/format/fragmeta"
 	"github.com/tileflight/tileflight/format/gentile"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/pipeline"
@@ -41,10 +46,90 @@ func Write(out string) error {
 	if err := sparse(out, "v1_sparse", 1, true, pipe()); err != nil {
 		return fmt.Errorf("v1_sparse: %w", err)
 	}
-	if err := dense(out); err != nil {
+	if err := dense(out, "v2_dense", 2); err != nil {
 		return fmt.Errorf("v2_dense: %w", err)
 	}
+	// Versions 3 and 4 keep the zipped coordinates but store the metadata
+	// as generic-tile sections behind a footer, the R-tree included.
+	if err := sparse(out, "v4_sparse", 4, false, pipe(zstd())); err != nil {
+		return fmt.Errorf("v4_sparse: %w", err)
+	}
+	if err := sparse(out, "v3_sparse", 3, false, pipe(gzip())); err != nil {
+		return fmt.Errorf("v3_sparse: %w", err)
+	}
+	if err := dense(out, "v4_dense", 4); err != nil {
+		return fmt.Errorf("v4_dense: %w", err)
+	}
 	return nil
+}
+
+// fragmentName is the fragment directory's name as the TileDB of that
+// format version wrote it: __uuid_t before v3, __t_t_uuid in v3 and v4.
+func fragmentName(version uint32, uuid string) string {
+	if version < 3 {
+		return "__" + uuid + "_1000"
+	}
+	return "__1000_1000_" + uuid
+}
+
+// layout is the fragment metadata's view of s.
+func layout(s *schema.ArraySchema) fragmeta.Layout {
+	l := fragmeta.Layout{Dense: s.Type == schema.Dense, CellsPerTile: s.Capacity}
+	for _, d := range s.Dimensions {
+		l.Dims = append(l.Dims, fragmeta.Field{Name: d.Name, Type: d.Type, CellValNum: d.CellValNum})
+	}
+	for _, a := range s.Attributes {
+		l.Attrs = append(l.Attrs, fragmeta.Field{Name: a.Name, Type: a.Type, CellValNum: a.CellValNum})
+	}
+	return l
+}
+
+// sections is what a fragment's metadata records of its files, per field
+// in metadata order (the attributes, then the coordinates; var-size lists
+// for the attributes only).
+type sections struct {
+	tileOffsets          [][]uint64
+	varOffsets, varSizes [][]uint64
+	fileSizes            []uint64
+	fileVarSizes         []uint64
+}
+
+// footerMetadata encodes a version 3 or 4 __fragment_metadata.tdb: dom is
+// the non-empty domain (lo, hi per dimension), mbrs one per sparse tile
+// (none when dense), lastTileCells the cells of the last tile (of a space
+// tile when dense).
+func footerMetadata(s *schema.ArraySchema, dom []int64, mbrs [][]int64, sec sections, lastTileCells uint64) ([]byte, error) {
+	l := layout(s)
+	rng := func(lo, hi int64) fragmeta.Range { return fragmeta.Range{Start: i64(lo), End: i64(hi)} }
+	box := func(b []int64) fragmeta.MBR {
+		m := make(fragmeta.MBR, len(b)/2)
+		for d := range m {
+			m[d] = rng(b[2*d], b[2*d+1])
+		}
+		return m
+	}
+	ft := fragmeta.Footer{
+		Version: s.Version, SchemaName: names.LegacySchemaFile, Dense: l.Dense,
+		NonEmptyDomain: box(dom), LastTileCellNum: lastTileCells,
+		FileSizes: sec.fileSizes, FileVarSizes: sec.fileVarSizes, Layout: l,
+	}
+	rt := &fragmeta.RTree{Fanout: fragmeta.DefaultFanout}
+	if !l.Dense {
+		ft.SparseTileNum = uint64(len(mbrs))
+		leaves := make([]fragmeta.MBR, len(mbrs))
+		for i, m := range mbrs {
+			leaves[i] = box(m)
+		}
+		var err error
+		if rt, err = fragmeta.BuildRTree(leaves, fragmeta.DefaultFanout, &l); err != nil {
+			return nil, err
+		}
+	}
+	b, _, err := fragmeta.Encode(&fragmeta.Metadata{
+		Footer: ft, RTree: *rt, TileOffsets: sec.tileOffsets,
+		TileVarOffsets: sec.varOffsets, TileVarSizes: sec.varSizes,
+	}, nil)
+	return b, err
 }
 
 func i64(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
@@ -93,7 +178,7 @@ func sparse(out, name string, version uint32, zipped bool, coordsFilters pipelin
 		},
 		Name: names.LegacySchemaFile,
 	}
-	frag, err := createArray(dir, "__0123456789abcdef0123456789abcdef_1000", s)
+	frag, err := createArray(dir, fragmentName(version, "0123456789abcdef0123456789abcdef"), s)
 	if err != nil {
 		return err
 	}
@@ -180,13 +265,42 @@ func sparse(out, name string, version uint32, zipped bool, coordsFilters pipelin
 		}
 	}
 
-	// The metadata tile (see fragmeta.DecodeLegacy for the layout).
-	w := wire.NewWriter(nil)
-	w.Uint32(version)
 	dom := []int64{cells[0].D1, cells[0].D1, cells[0].D2, cells[0].D2}
 	for _, m := range mbrs {
 		dom[0], dom[1], dom[2], dom[3] = min(dom[0], m[0]), max(dom[1], m[1]), min(dom[2], m[2]), max(dom[3], m[3])
 	}
+	lastTile := uint64(len(cells) - (len(mbrs)-1)*capacity)
+	var mb []byte
+	if version >= 3 {
+		mb, err = footerMetadata(s, dom, mbrs, sections{
+			tileOffsets:  [][]uint64{aOffs, sOffs, cOffs},
+			varOffsets:   [][]uint64{nil, sVarOffs},
+			varSizes:     [][]uint64{nil, sVarSizes},
+			fileSizes:    []uint64{uint64(len(aFile)), uint64(len(sFile)), uint64(len(cFile))},
+			fileVarSizes: []uint64{0, uint64(len(sVarFile))},
+		}, lastTile)
+	} else {
+		mb, err = legacySparseMetadata(version, dom, mbrs, bounds, aOffs, sOffs, cOffs, sVarOffs, sVarSizes, lastTile,
+			[]int{len(aFile), len(sFile), len(cFile), 0, len(sVarFile)})
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(cells, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+}
+
+// legacySparseMetadata encodes the one-tile metadata of versions 1 and 2
+// (see fragmeta.DecodeLegacy for the layout).
+func legacySparseMetadata(version uint32, dom []int64, mbrs, bounds [][]int64, aOffs, sOffs, cOffs, sVarOffs, sVarSizes []uint64, lastTile uint64, fileSizes []int) ([]byte, error) {
+	w := wire.NewWriter(nil)
+	w.Uint32(version)
 	w.Uint64(32)
 	for _, v := range dom {
 		w.Int64(v)
@@ -216,29 +330,17 @@ func sparse(out, name string, version uint32, zipped bool, coordsFilters pipelin
 	list(sVarOffs)
 	list(nil) // var sizes of a
 	list(sVarSizes)
-	w.Uint64(uint64(len(cells) - (len(mbrs)-1)*capacity)) // last tile cell num
-	for _, n := range []int{len(aFile), len(sFile), len(cFile), 0, len(sVarFile)} {
+	w.Uint64(lastTile)
+	for _, n := range fileSizes {
 		w.Uint64(uint64(n))
 	}
-	mb, err := gentile.Encode(w.Bytes(), version, nil)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(cells, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+	return gentile.Encode(w.Bytes(), version, nil)
 }
 
-// dense writes v2_dense: a 4 x 6 domain ([1, 4] x [1, 6]) in space tiles of
+// dense writes v2_dense (or v4_dense, in another version): a 4 x 6 domain ([1, 4] x [1, 6]) in space tiles of
 // 2 x 3 cells, tile and cell order row-major, every cell written; cell
 // (r, c) holds a = 10r + c and s = a string of r + c - 2 letters.
-func dense(out string) error {
-	const name, version = "v2_dense", 2
+func dense(out, name string, version uint32) error {
 	dir := filepath.Join(out, name)
 	s := &schema.ArraySchema{
 		Version: version, Type: schema.Dense, TileOrder: schema.RowMajor, CellOrder: schema.RowMajor,
@@ -253,7 +355,7 @@ func dense(out string) error {
 		},
 		Name: names.LegacySchemaFile,
 	}
-	frag, err := createArray(dir, "__fedcba9876543210fedcba9876543210_1000", s)
+	frag, err := createArray(dir, fragmentName(version, "fedcba9876543210fedcba9876543210"), s)
 	if err != nil {
 		return err
 	}
@@ -312,6 +414,34 @@ func dense(out string) error {
 			return err
 		}
 	}
+	var mb []byte
+	if version >= 3 {
+		mb, err = footerMetadata(s, []int64{1, 4, 1, 6}, nil, sections{
+			tileOffsets:  [][]uint64{aOffs, sOffs, nil},
+			varOffsets:   [][]uint64{nil, sVarOffs},
+			varSizes:     [][]uint64{nil, sVarSizes},
+			fileSizes:    []uint64{uint64(len(aFile)), uint64(len(sFile)), 0},
+			fileVarSizes: []uint64{0, uint64(len(sVarFile))},
+		}, 6)
+	} else {
+		mb, err = legacyDenseMetadata(version, aOffs, sOffs, sVarOffs, sVarSizes, []int{len(aFile), len(sFile), 0, 0, len(sVarFile)})
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(cells, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+}
+
+// legacyDenseMetadata encodes the one-tile metadata of a dense fragment of
+// version 1 or 2.
+func legacyDenseMetadata(version uint32, aOffs, sOffs, sVarOffs, sVarSizes []uint64, fileSizes []int) ([]byte, error) {
 	w := wire.NewWriter(nil)
 	w.Uint32(version)
 	w.Uint64(32)
@@ -334,21 +464,10 @@ func dense(out string) error {
 	list(nil)
 	list(sVarSizes)
 	w.Uint64(6) // last tile cell num: a full space tile
-	for _, n := range []int{len(aFile), len(sFile), 0, 0, len(sVarFile)} {
+	for _, n := range fileSizes {
 		w.Uint64(uint64(n))
 	}
-	mb, err := gentile.Encode(w.Bytes(), version, nil)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(cells, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+	return gentile.Encode(w.Bytes(), version, nil)
 }
 
 // createArray writes the legacy schema file of an array at dir and makes

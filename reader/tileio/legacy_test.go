@@ -132,13 +132,13 @@ func FuzzZippedCoords(f *testing.F) {
 	})
 }
 
-// TestLoadSyntheticV2 loads every tile of the synthetic format v1/v2 arrays
+// TestLoadSyntheticLegacy loads every tile of the synthetic format v1-4 arrays
 // (internal/legacygen; TileDB 2.30 reads the same cells from them, see
 // python_tests/test_legacy_synthetic.py) and requires the cells written:
 // coordinates split out of __coords.tdb (zstd and stored dimension by
-// dimension in v2, plain and cell by cell in v1), the zstd int32 attribute
+// dimension in v2-4, plain and cell by cell in v1), the zstd int32 attribute
 // and the gzip var-size strings, sparse and dense.
-func TestLoadSyntheticV2(t *testing.T) {
+func TestLoadSyntheticLegacy(t *testing.T) {
 	dir := t.TempDir()
 	if err := legacygen.Write(dir); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,10 @@ func TestLoadSyntheticV2(t *testing.T) {
 		fields  [2]string // the dimensions
 		sparse  bool
 		version uint32
-	}{{"v2_sparse", [2]string{"d1", "d2"}, true, 2}, {"v1_sparse", [2]string{"d1", "d2"}, true, 1}, {"v2_dense", [2]string{"r", "c"}, false, 2}} {
+	}{
+		{"v2_sparse", [2]string{"d1", "d2"}, true, 2}, {"v1_sparse", [2]string{"d1", "d2"}, true, 1}, {"v2_dense", [2]string{"r", "c"}, false, 2},
+		{"v4_sparse", [2]string{"d1", "d2"}, true, 4}, {"v3_sparse", [2]string{"d1", "d2"}, true, 3}, {"v4_dense", [2]string{"r", "c"}, false, 4},
+	} {
 		t.Run(c.array, func(t *testing.T) {
 			var want []legacygen.Cell
 			b, err := os.ReadFile(filepath.Join(dir, c.array+".json"))
