@@ -62,6 +62,9 @@ type Server struct {
 	mem    memory.Allocator
 	// timeout bounds one statement's run (SetTimeout, -sql-timeout).
 	timeout time.Duration
+	// memory bounds what one statement's engine holds (SetMemory,
+	// -sql-memory, memory.go).
+	memory int64
 }
 
 // SetTimeout bounds how long one statement may run (planning, execution
@@ -94,7 +97,7 @@ func (s *Server) bounded(ctx context.Context) (context.Context, context.CancelFu
 // New returns the Flight SQL server, to serve beside the native service
 // through package mux.
 func New(eng tables.Engine, log zerolog.Logger, version string) (aflight.FlightServer, *Server, error) {
-	s := &Server{eng: eng, log: log, mem: memory.DefaultAllocator}
+	s := &Server{eng: eng, log: log, mem: memory.DefaultAllocator, memory: DefaultMemory}
 	s.engine = newEngine(s)
 	for id, v := range map[flightsql.SqlInfo]any{
 		flightsql.SqlInfoFlightSqlServerName:                        "tileflight",
