@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/format/schema"
@@ -90,6 +91,13 @@ func TestRowBytes(t *testing.T) {
 // serveMemory serves one sparse array "big" of n cells (k, s: a
 // 40-character string) with -sql-memory limit.
 func serveMemory(t *testing.T, n int, limit int64) *flightsql.Client {
+	sc, _ := serveMemoryCalls(t, n, limit)
+	return sc
+}
+
+// serveMemoryCalls is serveMemory with the daemon's call registry (and
+// its interceptors) in place; it also returns the plain Flight client.
+func serveMemoryCalls(t *testing.T, n int, limit int64) (*flightsql.Client, aflight.Client) {
 	t.Helper()
 	ctx := context.Background()
 	conf := flightsvc.Config{Store: storage.NewMem(), Log: zerolog.Nop()}
@@ -107,7 +115,10 @@ func serveMemory(t *testing.T, n int, limit int64) *flightsql.Client {
 		t.Fatal(err)
 	}
 	srvImpl.SetMemory(limit)
-	srv := grpc.NewServer()
+	reg := calls.NewRegistry(0)
+	srvImpl.SetCalls(reg)
+	_, sl := flightsvc.AccessLog(zerolog.Nop())
+	srv := grpc.NewServer(grpc.ChainStreamInterceptor(sl, reg.Interceptors()))
 	aflight.RegisterFlightServiceServer(srv, mux.New(svc, h))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,7 +143,7 @@ func serveMemory(t *testing.T, n int, limit int64) *flightsql.Client {
 		b.Field(1).(*arr.StringBuilder).Append(fmt.Sprintf("%040d", (k*7919)%n))
 	}
 	put(t, c, `{"array":"big"}`, b.NewRecordBatch())
-	return sc
+	return sc, c
 }
 
 func TestMemoryBound(t *testing.T) {
@@ -172,5 +183,49 @@ func TestMemoryBound(t *testing.T) {
 		if len(got) != tc.rows {
 			t.Errorf("%s: %d rows, want %d", tc.sql, len(got), tc.rows)
 		}
+	}
+}
+
+func TestCancelFlightInfo(t *testing.T) {
+	sc, c := serveMemoryCalls(t, 3000, 0)
+	ctx := context.Background()
+	// 9 million rows: it runs until cancelled.
+	info, err := sc.Execute(ctx, "SELECT a.k, b.s FROM big a CROSS JOIN big b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := sc.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	if !rd.Next() {
+		t.Fatalf("no first batch: %v", rd.Err())
+	}
+	res, err := c.CancelFlightInfo(ctx, &aflight.CancelFlightInfoRequest{Info: info})
+	if err != nil || res.GetStatus() != aflight.CancelStatusCancelled {
+		t.Fatalf("CancelFlightInfo of a running statement: %v %v, want CANCELLED", res.GetStatus(), err)
+	}
+	n := 0
+	for rd.Next() {
+		n++
+	}
+	if status.Code(rd.Err()) != codes.Canceled || !strings.Contains(rd.Err().Error(), "CancelFlightInfo") {
+		t.Fatalf("the cancelled reader ends with %v after %d more batches, want CANCELLED naming CancelFlightInfo", rd.Err(), n)
+	}
+	if n > 200 {
+		t.Fatalf("%d batches after the cancel", n)
+	}
+	// Nothing redeems its ticket any more: NOT_FOUND.
+	if _, err := c.CancelFlightInfo(ctx, &aflight.CancelFlightInfoRequest{Info: info}); status.Code(err) != codes.NotFound {
+		t.Fatalf("CancelFlightInfo of a finished statement: %v, want NOT_FOUND", err)
+	}
+	// A FlightInfo without a ticket is malformed.
+	if _, err := c.CancelFlightInfo(ctx, &aflight.CancelFlightInfoRequest{Info: &aflight.FlightInfo{}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("CancelFlightInfo without tickets: %v, want INVALID_ARGUMENT", err)
+	}
+	// The server still answers.
+	if got, _, err := rows(t, sc, "SELECT k FROM big WHERE k = 7"); err != nil || len(got) != 1 {
+		t.Fatalf("after the cancel: %v %v", got, err)
 	}
 }

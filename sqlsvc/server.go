@@ -40,6 +40,7 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
@@ -65,6 +66,9 @@ type Server struct {
 	// memory bounds what one statement's engine holds (SetMemory,
 	// -sql-memory, memory.go).
 	memory int64
+	// calls is the daemon's registry of running calls (SetCalls), which
+	// CancelFlightInfo stops statements through; nil: not cancellable.
+	calls *calls.Registry
 }
 
 // SetTimeout bounds how long one statement may run (planning, execution
@@ -76,11 +80,19 @@ func (s *Server) SetTimeout(d time.Duration) { s.timeout = d }
 // errStatementTimeout is the cause of a statement stopped by -sql-timeout.
 var errStatementTimeout = fmt.Errorf("the statement ran longer than the server's -sql-timeout: %w", context.DeadlineExceeded)
 
-// timedOut names the timeout when a statement's context ended by it, so
-// that the client reads why (DEADLINE_EXCEEDED either way).
+// timedOut names the timeout (or the cancel) when a statement's context
+// ended by it, so that the client reads why (the code is the same).
 func timedOut(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errStatementTimeout) {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errStatementTimeout) {
 		return errStatementTimeout
+	}
+	// Stopped by cancel_query or CancelFlightInfo: say which.
+	if cause != nil && cause != ctx.Err() && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return cause
 	}
 	return err
 }
@@ -107,7 +119,7 @@ func New(eng tables.Engine, log zerolog.Logger, version string) (aflight.FlightS
 		flightsql.SqlInfoFlightSqlServerSql:                         true,
 		flightsql.SqlInfoFlightSqlServerSubstrait:                   false,
 		flightsql.SqlInfoFlightSqlServerTransaction:                 int32(0), // none
-		flightsql.SqlInfoFlightSqlServerCancel:                      false,
+		flightsql.SqlInfoFlightSqlServerCancel:                      true,
 		flightsql.SqlInfoFlightSqlServerBulkIngestion:               true,
 		flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported: false,
 		flightsql.SqlInfoDDLCatalog:                                 false,

@@ -626,6 +626,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	}
 	ch := make(chan aflight.StreamChunk, 2)
 	started = true
+	sc := first.schema // the goroutine drops first when done
 	go func() {
 		defer cancel()
 		defer release()
@@ -646,7 +647,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 			return nil
 		}, s.run, status, ch)
 	}()
-	return first.schema, ch, nil
+	return sc, ch, nil
 }
 
 // runAll runs a statement once per parameter row (first: row 0 compiled
