@@ -184,6 +184,14 @@ func TestMemoryBound(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", tc.sql, len(got), tc.rows)
 		}
 	}
+	// An INSERT's SELECT is bounded as a query is, and writes nothing.
+	_, err := c.ExecuteUpdate(context.Background(), "INSERT INTO big SELECT k + 100000, s FROM big ORDER BY s")
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "-sql-memory") {
+		t.Errorf("INSERT ... SELECT ... ORDER BY past the bound: %v", err)
+	}
+	if got, _, err := rows(t, c, "SELECT count(*) FROM big"); err != nil || len(got) != 1 || got[0] != "5000" {
+		t.Errorf("after the refused INSERT: %v %v", got, err)
+	}
 }
 
 func TestCancelFlightInfo(t *testing.T) {
