@@ -37,6 +37,7 @@ type Info struct {
 	user    atomic.Pointer[string]
 	cert    atomic.Pointer[string]
 	arrays  atomic.Pointer[[]string]
+	ticket  atomic.Pointer[[]byte]
 	rows    atomic.Int64
 	bytes   atomic.Int64
 	blocked atomic.Int64 // unix nanos since the call has waited on its peer; 0: not waiting
@@ -124,6 +125,21 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// SetTicket records the ticket a DoGet redeems (Flight SQL's
+// CancelFlightInfo names the calls to stop by their tickets).
+func (c *Info) SetTicket(t []byte) {
+	t = append([]byte(nil), t...)
+	c.ticket.Store(&t)
+}
+
+// Ticket is the ticket the call redeems, or nil.
+func (c *Info) Ticket() []byte {
+	if p := c.ticket.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // SetKind sets what kind of call this is (doget, doput, sql, action).
 func (c *Info) SetKind(kind string) { c.kind.Store(&kind) }
 
@@ -191,6 +207,10 @@ func (c *Info) waitingSince() time.Time {
 // ErrCancelled is the cause of a call stopped by cancel_query; it is a
 // context.Canceled, so that it maps to CANCELLED.
 var ErrCancelled = fmt.Errorf("cancelled by cancel_query: %w", context.Canceled)
+
+// ErrCancelledFlightInfo is the cause of a call stopped by Flight SQL's
+// CancelFlightInfo; it is a context.Canceled.
+var ErrCancelledFlightInfo = fmt.Errorf("cancelled by CancelFlightInfo: %w", context.Canceled)
 
 // ErrStalled is the cause of a call the watchdog stopped.
 var ErrStalled = fmt.Errorf("stalled: the client made no progress for longer than -stall-timeout: %w", context.Canceled)
@@ -322,9 +342,10 @@ func (r *Registry) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// CancelWhere stops every running call for which match is true (Flight
-// SQL's CancelFlightInfo names its query by tickets) and says how many.
-func (r *Registry) CancelWhere(ctx context.Context, match func(*Call) bool) int {
+// CancelWhere stops, with cause, every running call the caller may see
+// for which match is true (Flight SQL's CancelFlightInfo names its query
+// by tickets) and says how many.
+func (r *Registry) CancelWhere(ctx context.Context, cause error, match func(*Call) bool) int {
 	who := access.FromContext(ctx)
 	r.mu.Lock()
 	var hit []*Call
@@ -335,7 +356,7 @@ func (r *Registry) CancelWhere(ctx context.Context, match func(*Call) bool) int 
 	}
 	r.mu.Unlock()
 	for _, c := range hit {
-		c.cancel(ErrCancelled)
+		c.cancel(cause)
 	}
 	return len(hit)
 }

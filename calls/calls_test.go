@@ -103,3 +103,41 @@ func TestSQLTextIsCut(t *testing.T) {
 		t.Errorf("arrays %v", got)
 	}
 }
+
+func TestCancelWhereByTicket(t *testing.T) {
+	r := NewRegistry(0)
+	const get = "/arrow.flight.protocol.FlightService/DoGet"
+	ctxA, a, doneA := r.Start(WithInfo(as("alice", access.ReadOnly), &Info{}), get)
+	defer doneA()
+	ticket := []byte("ticket-1")
+	a.Info.SetTicket(ticket)
+	ticket[0] = 'X' // the Info keeps its own copy
+	ctxB, b, doneB := r.Start(WithInfo(as("bob", access.ReadOnly), &Info{}), get)
+	defer doneB()
+	b.Info.SetTicket([]byte("ticket-1"))
+	ctxC, _, doneC := r.Start(WithInfo(as("alice", access.ReadOnly), &Info{}), get) // no ticket
+	defer doneC()
+	match := func(c *Call) bool { return string(c.Info.Ticket()) == "ticket-1" }
+
+	// A read-only caller stops only its own call with that ticket.
+	if n := r.CancelWhere(as("alice", access.ReadOnly), ErrCancelledFlightInfo, match); n != 1 {
+		t.Fatalf("alice's cancel stopped %d calls, want 1", n)
+	}
+	if !errors.Is(context.Cause(ctxA), ErrCancelledFlightInfo) || !errors.Is(ctxA.Err(), context.Canceled) {
+		t.Errorf("alice's call: %v / %v", ctxA.Err(), context.Cause(ctxA))
+	}
+	if ctxB.Err() != nil || ctxC.Err() != nil {
+		t.Errorf("other calls stopped: bob %v, ticketless %v", ctxB.Err(), ctxC.Err())
+	}
+	// A writer stops anyone's.
+	if n := r.CancelWhere(as("root", access.ReadWrite), ErrCancelledFlightInfo, match); n != 2 {
+		// alice's (already cancelled, still registered) and bob's
+		t.Fatalf("root's cancel stopped %d calls, want 2", n)
+	}
+	if !errors.Is(context.Cause(ctxB), ErrCancelledFlightInfo) || ctxC.Err() != nil {
+		t.Errorf("bob's call %v, ticketless %v", context.Cause(ctxB), ctxC.Err())
+	}
+	if (&Info{}).Ticket() != nil {
+		t.Error("a new Info has a ticket")
+	}
+}

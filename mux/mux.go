@@ -137,7 +137,7 @@ func (m *Mux) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetServer)
 	return flightsvc.SendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx) // cancel_query, CancelFlightInfo, the timeout: say which
 		case c, more := <-chunks:
 			if !more {
 				return nil, io.EOF

@@ -290,7 +290,7 @@ func bindValues(values sqlparser.Values, params [][]param) (sqlparser.Values, bo
 // parameter rows and returns the rows it wrote.
 func (s *Server) update(ctx context.Context, text string, params [][]param) (n int64, err error) {
 	calls.From(ctx).SetSQL(text)
-	ctx, cancel := s.bounded(ctx)
+	ctx, cancel := s.bounded(withBudget(ctx, s.memory)) // an INSERT ... SELECT sorts and joins as a query does
 	defer cancel()
 	defer func() { err = timedOut(ctx, err) }()
 	if !isInsert(text) {

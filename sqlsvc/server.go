@@ -40,6 +40,7 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/sqlsvc/tables"
 )
@@ -62,6 +63,12 @@ type Server struct {
 	mem    memory.Allocator
 	// timeout bounds one statement's run (SetTimeout, -sql-timeout).
 	timeout time.Duration
+	// memory bounds what one statement's engine holds (SetMemory,
+	// -sql-memory, memory.go).
+	memory int64
+	// calls is the daemon's registry of running calls (SetCalls), which
+	// CancelFlightInfo stops statements through; nil: not cancellable.
+	calls *calls.Registry
 }
 
 // SetTimeout bounds how long one statement may run (planning, execution
@@ -73,11 +80,19 @@ func (s *Server) SetTimeout(d time.Duration) { s.timeout = d }
 // errStatementTimeout is the cause of a statement stopped by -sql-timeout.
 var errStatementTimeout = fmt.Errorf("the statement ran longer than the server's -sql-timeout: %w", context.DeadlineExceeded)
 
-// timedOut names the timeout when a statement's context ended by it, so
-// that the client reads why (DEADLINE_EXCEEDED either way).
+// timedOut names the timeout (or the cancel) when a statement's context
+// ended by it, so that the client reads why (the code is the same).
 func timedOut(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errStatementTimeout) {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errStatementTimeout) {
 		return errStatementTimeout
+	}
+	// Stopped by cancel_query or CancelFlightInfo: say which.
+	if cause != nil && cause != ctx.Err() && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return cause
 	}
 	return err
 }
@@ -94,7 +109,7 @@ func (s *Server) bounded(ctx context.Context) (context.Context, context.CancelFu
 // New returns the Flight SQL server, to serve beside the native service
 // through package mux.
 func New(eng tables.Engine, log zerolog.Logger, version string) (aflight.FlightServer, *Server, error) {
-	s := &Server{eng: eng, log: log, mem: memory.DefaultAllocator}
+	s := &Server{eng: eng, log: log, mem: memory.DefaultAllocator, memory: DefaultMemory}
 	s.engine = newEngine(s)
 	for id, v := range map[flightsql.SqlInfo]any{
 		flightsql.SqlInfoFlightSqlServerName:                        "tileflight",
@@ -104,7 +119,7 @@ func New(eng tables.Engine, log zerolog.Logger, version string) (aflight.FlightS
 		flightsql.SqlInfoFlightSqlServerSql:                         true,
 		flightsql.SqlInfoFlightSqlServerSubstrait:                   false,
 		flightsql.SqlInfoFlightSqlServerTransaction:                 int32(0), // none
-		flightsql.SqlInfoFlightSqlServerCancel:                      false,
+		flightsql.SqlInfoFlightSqlServerCancel:                      true,
 		flightsql.SqlInfoFlightSqlServerBulkIngestion:               true,
 		flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported: false,
 		flightsql.SqlInfoDDLCatalog:                                 false,

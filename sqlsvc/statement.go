@@ -59,7 +59,13 @@ func newEngine(s *Server) *sqle.Engine {
 // newContext is an engine context for one call.
 func (s *Server) newContext(ctx context.Context) (*gms.Context, error) {
 	sess := gms.NewBaseSession()
-	sctx := gms.NewContext(ctx, gms.WithSession(sess))
+	opts := []gms.ContextOption{gms.WithSession(sess)}
+	if b := budgetFrom(ctx); b != nil {
+		// The engine's caches (GROUP BY groups, DISTINCT) ask the
+		// statement's budget before each new entry (memory.go).
+		opts = append(opts, gms.WithMemoryManager(gms.NewMemoryManager(b)))
+	}
+	sctx := gms.NewContext(ctx, opts...)
 	sctx.SetCurrentDatabase(currentSchema(ctx))
 	if err := sess.SetSessionVariable(sctx, "sql_mode", sqlMode); err != nil {
 		return nil, err
@@ -193,6 +199,9 @@ func (s *Server) plan(ctx context.Context, sctx *gms.Context, text string, stmt 
 		return nil, engineErr(err)
 	}
 	if node, err = s.pushdown(sctx, node); err != nil {
+		return nil, engineErr(err)
+	}
+	if node, err = s.metered(node, budgetFrom(ctx)); err != nil {
 		return nil, engineErr(err)
 	}
 	c := &compiled{sctx: sctx, node: node}
@@ -572,6 +581,9 @@ func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
 			return nil
 		}
 		if err != nil {
+			if b := budgetFrom(c.sctx); b != nil && gms.ErrNoMemoryAvailable.Is(err) {
+				return b.errMemory("GROUP BY or DISTINCT state")
+			}
 			return engineErr(err)
 		}
 		if err := each(row); err != nil {
@@ -584,7 +596,7 @@ func (s *Server) engineRows(c *compiled, each func(gms.Row) error) error {
 // background and returns its schema and batches.
 func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan aflight.StreamChunk, error) {
 	calls.From(ctx).SetSQL(h.SQL)
-	ctx, cancel := s.bounded(withSchema(ctx, h.Schema))
+	ctx, cancel := s.bounded(withBudget(withSchema(ctx, h.Schema), s.memory))
 	status := func(err error) error { return s.eng.Status(timedOut(ctx, err)) }
 	started := false
 	defer func() {
@@ -614,9 +626,19 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 	}
 	ch := make(chan aflight.StreamChunk, 2)
 	started = true
+	sc := first.schema // the goroutine drops first when done
 	go func() {
 		defer cancel()
 		defer release()
+		defer func() {
+			// A statement stopped past -sql-memory, cancelled or timed
+			// out gives back what its engine held at once (the plan too:
+			// a hash join keeps its table in its node).
+			first = nil
+			if b := budgetFrom(ctx); ctx.Err() != nil || b != nil && b.Used() > b.limit {
+				freeMemory()
+			}
+		}()
 		s.runAll(ctx, h.SQL, rows, first, func(i int, c *compiled) error {
 			if !arrow.TypeEqual(arrow.StructOf(c.schema.Fields()...), arrow.StructOf(first.schema.Fields()...)) {
 				return errkind.Errorf(errkind.InvalidArgument, "SQL: parameter row %d gives a result of another schema than row 0", i)
@@ -625,7 +647,7 @@ func (s *Server) stream(ctx context.Context, h *handle) (*arrow.Schema, <-chan a
 			return nil
 		}, s.run, status, ch)
 	}()
-	return first.schema, ch, nil
+	return sc, ch, nil
 }
 
 // runAll runs a statement once per parameter row (first: row 0 compiled

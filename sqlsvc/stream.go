@@ -8,6 +8,8 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tileflight/tileflight/calls"
 )
 
 // streamingServer is arrow-go's Flight SQL server over ours, which also
@@ -34,6 +36,11 @@ func (s *Server) StreamTicket(ctx context.Context, ticket []byte) (*arrow.Schema
 	cmd, err := anycmd.UnmarshalNew()
 	if err != nil {
 		return nil, nil, false, nil
+	}
+	switch cmd.(type) {
+	case *pb.TicketStatementQuery, *pb.CommandPreparedStatementQuery:
+		// CancelFlightInfo finds the call by its ticket.
+		calls.From(ctx).SetTicket(ticket)
 	}
 	switch cmd := cmd.(type) {
 	case *pb.TicketStatementQuery:

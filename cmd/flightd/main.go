@@ -81,6 +81,7 @@ type serveConfig struct {
 	tlsClientCA     string
 	stallTimeout    time.Duration
 	sqlTimeout      time.Duration
+	sqlMemory       int64
 	queueWait       time.Duration
 	maxPerPeer      int
 	jwtKeys         string
@@ -135,6 +136,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
 	fs.Var(sizeFlag{&c.maxWorkingSet}, "max-working-set", "most decoded bytes (a `size`) a query may need at once to make progress (one tile per merged fragment, a sorted slab); a query needing more fails with ResourceExhausted (0: 4x -memory-budget, at least 1 GiB)")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines one query uses to fetch and unfilter tiles (0: one per CPU)")
+	c.sqlMemory = sqlsvc.DefaultMemory
+	fs.Var(sizeFlag{&c.sqlMemory}, "sql-memory", "most memory (a `size`) one Flight SQL statement's engine may hold: rows kept by ORDER BY, joins and window functions, GROUP BY groups and DISTINCT entries; past it RESOURCE_EXHAUSTED and its memory is freed (0: no bound)")
 	fs.DurationVar(&c.sqlTimeout, "sql-timeout", 10*time.Minute, "longest a Flight SQL statement may run (planning, execution, streaming its result); past it DEADLINE_EXCEEDED and its memory is freed (0: no bound but the client's deadline)")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", time.Minute, "cancel a DoGet, DoPut or action whose client has made no progress (not reading what is sent, or not sending) for this long, and free its memory (0: never)")
 	fs.DurationVar(&c.queueWait, "queue-wait", 10*time.Second, "how long a DoGet or DoPut waits for a free -max-queries slot (at most its own deadline) before RESOURCE_EXHAUSTED (0: refuse at once)")
@@ -347,6 +350,8 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return fmt.Errorf("flight sql: %w", err)
 	}
 	sqlImpl.SetTimeout(c.sqlTimeout)
+	sqlImpl.SetMemory(c.sqlMemory)
+	sqlImpl.SetCalls(registry)
 
 	unaryLog, streamLog := flightsvc.AccessLogWith(log, mets)
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
