@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tileflight/tileflight/errkind"
@@ -9,10 +10,11 @@ import (
 
 // The engine functions the rewrites call that sqlsvc registers.
 const (
-	// QuantileFunc(json_arrayagg(x), p, disc) is the p-quantile of the
+	// QuantileFunc(json_arrayagg(x), p, mode) is the p-quantile of the
 	// values of a group: interpolated between the two nearest values
-	// (disc 0, PostgreSQL's percentile_cont) or the nearest value at or
-	// above it (disc 1, percentile_disc).
+	// (mode 0, PostgreSQL's percentile_cont) or the first value whose
+	// cumulative share reaches p (mode 1, percentile_disc); modes 2 and 3
+	// are the same over the values in descending order.
 	QuantileFunc = "tileflight_quantile"
 	// BoolFunc(x) is x as a boolean (the engine's CAST has no BOOLEAN).
 	BoolFunc = "tileflight_bool"
@@ -58,6 +60,9 @@ func rewriteSeq(ns []*node, depth int) ([]*node, error) {
 		return nil, err
 	}
 	if ns, err = rewriteCasts(ns); err != nil {
+		return nil, err
+	}
+	if ns, err = rewriteConcat(ns); err != nil {
 		return nil, err
 	}
 	return rewriteILike(ns)
@@ -202,13 +207,12 @@ func rewriteCalls(ns []*node) ([]*node, error) {
 			if len(args) != 1 || len(args[0]) == 0 {
 				return nil, errorf("%s takes one fraction, e.g. %s(0.5) WITHIN GROUP (ORDER BY x)", name, name)
 			}
-			p := args[0]
-			if desc {
-				p = []*node{number("1"), space(), op("-"), space(), group(p...)}
-			}
 			n.text = "quantile_" + strings.TrimPrefix(name, "percentile_")
 			name = n.text
-			g.kids = joinArgs([][]*node{x, p})
+			if desc {
+				name += " desc"
+			}
+			g.kids = joinArgs([][]*node{x, args[0]})
 			ns = replace(ns, j+1, next(ns, l), nil...)
 		}
 		// agg(x) FILTER (WHERE c)
@@ -231,7 +235,7 @@ func rewriteCalls(ns []*node) ([]*node, error) {
 		}
 		var err error
 		switch name {
-		case "median", "quantile_cont", "quantile_disc", "quantile":
+		case "median", "quantile_cont", "quantile_disc", "quantile", "quantile_cont desc", "quantile_disc desc":
 			err = quantile(ns, i, g, name)
 		case "string_agg":
 			err = stringAgg(n, g)
@@ -332,10 +336,15 @@ func quantile(ns []*node, i int, g *node, name string) error {
 	if name != "median" {
 		p = args[1]
 	}
-	disc := "0"
-	if name == "quantile_disc" || name == "quantile" {
-		disc = "1"
+	mode := 0
+	if strings.HasPrefix(name, "quantile_disc") || name == "quantile" {
+		mode = 1
 	}
+	if strings.HasSuffix(name, " desc") {
+		mode += 2
+		name = strings.TrimSuffix(name, " desc")
+	}
+	disc := strconv.Itoa(mode)
 	ns[i].text = QuantileFunc
 	g.kids = joinArgs([][]*node{{word("json_arrayagg"), group(args[0]...)}, p, {number(disc)}})
 	return nil
@@ -661,8 +670,8 @@ func primaryEnd(ns []*node, i int) int {
 	return e
 }
 
-// arithmetic operators bind tighter than LIKE: they are part of an
-// ILIKE's operands.
+// arithmetic operators bind tighter than LIKE (and || tighter than
+// LIKE, looser than the others): they are part of an ILIKE's operands.
 func isArith(n *node) bool {
 	if n == nil {
 		return false
@@ -676,13 +685,24 @@ func isArith(n *node) bool {
 	return n.is("div") || n.is("mod")
 }
 
+// isArithNotConcat: the operators that bind tighter than ||.
+func isArithNotConcat(n *node) bool { return isArith(n) && !n.isOp("||") }
+
 // operandStart is the first node of the operand of a comparison that
 // ends at ns[i].
-func operandStart(ns []*node, i int) int {
+func operandStart(ns []*node, i int) int { return spanStart(ns, i, isArith) }
+
+// operandEnd is the last node of the operand of a comparison that
+// starts at ns[i].
+func operandEnd(ns []*node, i int) int { return spanEnd(ns, i, isArith) }
+
+// spanStart is the first node of the expression ending at ns[i] whose
+// operators are those of arith.
+func spanStart(ns []*node, i int, arith func(*node) bool) int {
 	s := primaryStart(ns, i)
 	for s >= 0 {
 		o := prev(ns, s)
-		if !isArith(at(ns, o)) {
+		if !arith(at(ns, o)) {
 			return s
 		}
 		q := primaryStart(ns, prev(ns, o))
@@ -697,16 +717,16 @@ func operandStart(ns []*node, i int) int {
 	return s
 }
 
-// operandEnd is the last node of the operand of a comparison that
-// starts at ns[i].
-func operandEnd(ns []*node, i int) int {
+// spanEnd is the last node of the expression starting at ns[i] whose
+// operators are those of arith.
+func spanEnd(ns []*node, i int, arith func(*node) bool) int {
 	if n := at(ns, i); n.isOp("-") || n.isOp("+") || n.isOp("~") {
 		i = next(ns, i)
 	}
 	e := primaryEnd(ns, i)
 	for e >= 0 {
 		o := next(ns, e)
-		if !isArith(at(ns, o)) {
+		if !arith(at(ns, o)) {
 			return e
 		}
 		k := next(ns, o)
@@ -747,6 +767,37 @@ func rewriteILike(ns []*node) ([]*node, error) {
 		with = append(with, word("LIKE"), space(), word("lower"), group(trim(ns[rs:re+1])...))
 		ns = replace(ns, ls, re, with...)
 		k = ls
+	}
+	return ns, nil
+}
+
+// rewriteConcat makes a || b || c concat(a, b, c): || concatenates in
+// PostgreSQL and DuckDB (it is OR in the engine's MySQL dialect).
+func rewriteConcat(ns []*node) ([]*node, error) {
+	for k := 0; k < len(ns); k++ {
+		if !ns[k].isOp("||") {
+			continue
+		}
+		s := spanStart(ns, prev(ns, k), isArithNotConcat)
+		if s < 0 {
+			return nil, errorf("'||' needs a value on each side: a || b")
+		}
+		args := [][]*node{trim(ns[s:k])}
+		e := k
+		for ns[e].isOp("||") {
+			rs := next(ns, e)
+			re := spanEnd(ns, rs, isArithNotConcat)
+			if re < 0 {
+				return nil, errorf("'||' needs a value on each side: a || b")
+			}
+			args = append(args, trim(ns[rs:re+1]))
+			e = re
+			if o := next(ns, e); at(ns, o).isOp("||") {
+				e = o
+			}
+		}
+		ns = replace(ns, s, e, word("concat"), group(joinArgs(args)...))
+		k = s
 	}
 	return ns, nil
 }

@@ -49,7 +49,10 @@ func TestRewrite(t *testing.T) {
 		// ILIKE.
 		{`SELECT * FROM t WHERE s ILIKE 'a%'`, `SELECT * FROM t WHERE lower(s) LIKE lower('a%')`},
 		{`SELECT * FROM t WHERE s NOT ILIKE 'a%' AND x > 1`, `SELECT * FROM t WHERE lower(s) NOT LIKE lower('a%') AND x > 1`},
-		{`SELECT s ILIKE t.p || 'x' FROM t`, `SELECT lower(s) LIKE lower(t.p || 'x') FROM t`},
+		{`SELECT s ILIKE t.p || 'x' FROM t`, `SELECT lower(s) LIKE lower(concat(t.p, 'x')) FROM t`},
+		// || concatenates.
+		{`SELECT a || 'x' || b + 1, c FROM t`, `SELECT concat(a, 'x', b + 1), c FROM t`},
+		{`SELECT 'a' || f(x)::text = 'b'`, `SELECT concat('a', CAST(f(x) AS CHAR)) = 'b'`},
 		{`SELECT a = 1 AND upper(s) ILIKE 'A_' FROM t`, `SELECT a = 1 AND lower(upper(s)) LIKE lower('A_') FROM t`},
 		// FILTER.
 		{`SELECT count(*) FILTER (WHERE x > 1) FROM t`, `SELECT count(CASE WHEN (x > 1) THEN 1 END) FROM t`},
@@ -60,7 +63,7 @@ func TestRewrite(t *testing.T) {
 		{`SELECT quantile_cont(v, 0.9) FROM t`, `SELECT tileflight_quantile(json_arrayagg(v), 0.9, 0) FROM t`},
 		{`SELECT quantile_disc(v, 0.9) FROM t`, `SELECT tileflight_quantile(json_arrayagg(v), 0.9, 1) FROM t`},
 		{`SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY v) FROM t`, `SELECT tileflight_quantile(json_arrayagg(v), 0.25, 0) FROM t`},
-		{`SELECT percentile_disc(0.25) WITHIN GROUP (ORDER BY v DESC) FROM t`, `SELECT tileflight_quantile(json_arrayagg(v), 1 - (0.25), 1) FROM t`},
+		{`SELECT percentile_disc(0.25) WITHIN GROUP (ORDER BY v DESC) FROM t`, `SELECT tileflight_quantile(json_arrayagg(v), 0.25, 3) FROM t`},
 		{`SELECT median(v) FILTER (WHERE k > 0) FROM t`, `SELECT tileflight_quantile(json_arrayagg(CASE WHEN (k > 0) THEN v END), 0.5, 0) FROM t`},
 		{`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) FILTER (WHERE k) FROM t`, `SELECT tileflight_quantile(json_arrayagg(CASE WHEN (k) THEN v END), 0.5, 0) FROM t`},
 		// string_agg.
@@ -107,6 +110,7 @@ func TestRewriteErrors(t *testing.T) {
 		{`SELECT median(x) OVER () FROM t`, "window"},
 		{`SELECT string_agg(s, sep) FROM t`, "separator must be a string literal"},
 		{`SELECT ILIKE 'x'`, "ILIKE needs a value"},
+		{`SELECT || 'x'`, "'||' needs a value"},
 		{`SELECT TRY_CAST(x AS int)`, "TRY_CAST"},
 		{`SELECT ` + strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300), "nested"},
 	} {
