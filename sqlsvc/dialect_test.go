@@ -1,10 +1,15 @@
 package sqlsvc
 
 import (
+	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	arr "github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -133,5 +138,36 @@ func TestQuantile(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("quantile(%v, %v, disc=%v, desc=%v) = %v, want %v", tc.xs, tc.p, tc.disc, tc.desc, got, tc.want)
 		}
+	}
+}
+
+// A prepared statement in the dialect, with parameters (as ADBC and JDBC
+// send them).
+func TestDialectPrepared(t *testing.T) {
+	c, _ := serveSQL(t)
+	ctx := context.Background()
+	ps, err := c.Prepare(ctx, `SELECT k::double / 2 AS h FROM g.pts WHERE s ILIKE ? AND "k" < ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close(ctx)
+	if n := ps.ParameterSchema().NumFields(); n != 2 {
+		t.Fatalf("parameter schema %v", ps.ParameterSchema())
+	}
+	b := arr.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "p1", Type: arrow.BinaryTypes.String}, {Name: "p2", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	b.Field(0).(*arr.StringBuilder).Append("S1%")
+	b.Field(1).(*arr.Int64Builder).Append(12)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	ps.SetParameters(rec)
+	info, err := ps.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, c, info)
+	sort.Strings(got)
+	if strings.Join(got, ";") != "0.5;5;5.5" {
+		t.Errorf("got %v", got)
 	}
 }
