@@ -53,6 +53,18 @@ func TestDialectStatements(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.q, g, tc.want)
 		}
 	}
+	// A rewritten column is named by the text written.
+	_, sc, err := rows(t, c, `SELECT median(v), x::double, x FROM dense WHERE x < 2 GROUP BY x`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range sc.Fields() {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "median(v),x::double,x" {
+		t.Errorf("column names %v, want median(v), x::double, x", names)
+	}
 }
 
 func TestDialectErrors(t *testing.T) {

@@ -41,11 +41,159 @@ func errorf(format string, args ...any) error {
 }
 
 // rewriteSeq rewrites a sequence of nodes (the statement, or the inside
-// of one pair of parentheses), innermost groups first.
+// of one pair of parentheses). The items of a SELECT list are rewritten
+// one by one, and one that changes keeps its text as its name: the
+// engine names an unaliased column by the text it parsed, and
+// "median(x)" says more than the call it became.
 func rewriteSeq(ns []*node, depth int) ([]*node, error) {
 	if depth > maxDepth {
 		return nil, errorf("parentheses nested deeper than %d", maxDepth)
 	}
+	sel := -1
+	for i, n := range ns {
+		if n.is("select") {
+			sel = i
+			break
+		}
+	}
+	if sel < 0 {
+		return rewriteFlat(ns, depth)
+	}
+	start := next(ns, sel)
+	for at(ns, start).is("distinct") || at(ns, start).is("all") {
+		start = next(ns, start)
+	}
+	if start < 0 {
+		return rewriteFlat(ns, depth)
+	}
+	head, err := rewriteFlat(ns[:start], depth)
+	if err != nil {
+		return nil, err
+	}
+	// A fresh slice: head may share ns's array, whose later nodes are
+	// still to be read.
+	out := append([]*node{}, head...)
+	from := start
+	for i := start; i <= len(ns); i++ {
+		end := i == len(ns) || endsSelectList(ns[i]) && (!ns[i].is("group") || at(ns, next(ns, i)).is("by"))
+		if i < len(ns) && ns[i].kind != kComma && !end {
+			continue
+		}
+		// The rewrite changes groups in place: the original is read first.
+		orig, origSig := plainText(ns[from:i]), sigText(ns[from:i])
+		item, err := rewriteFlat(ns[from:i], depth)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, named(orig, origSig, item)...)
+		if end {
+			rest, err := rewriteSeq(ns[i:], depth)
+			if err != nil {
+				return nil, err
+			}
+			return append(out, rest...), nil
+		}
+		out = append(out, ns[i])
+		from = i + 1
+	}
+	return out, nil
+}
+
+// endsSelectList: the words that end a SELECT list (GROUP when BY
+// follows: WITHIN GROUP does not).
+func endsSelectList(n *node) bool {
+	for _, w := range []string{"from", "where", "group", "having", "order", "limit", "offset", "union", "intersect", "except", "into", "window"} {
+		if n.is(w) {
+			return true
+		}
+	}
+	return n.isOp(";")
+}
+
+// named is a rewritten SELECT item with its original text as its alias,
+// when the rewrite changed it and it has none.
+func named(orig, origSig string, item []*node) []*node {
+	if origSig == sigText(item) || hasAlias(item) {
+		return item
+	}
+	name := strings.Join(strings.Fields(orig), " ")
+	if name == "" || len(name) > 64 {
+		return item
+	}
+	// A trailing space keeps the space before FROM.
+	var tail []*node
+	for len(item) > 0 && item[len(item)-1].kind == kSpace {
+		tail = append([]*node{item[len(item)-1]}, tail...)
+		item = item[:len(item)-1]
+	}
+	alias := &node{kind: kIdent, text: `"` + strings.ReplaceAll(name, `"`, `""`) + `"`}
+	out := append(append([]*node{}, item...), space(), word("AS"), space(), alias)
+	return append(out, tail...)
+}
+
+// plainText is the text of ns with its comments as spaces.
+func plainText(ns []*node) string {
+	var b strings.Builder
+	var walk func(ns []*node)
+	walk = func(ns []*node) {
+		for _, n := range ns {
+			switch n.kind {
+			case kSpace:
+				b.WriteByte(' ')
+			case kGroup:
+				b.WriteByte('(')
+				walk(n.kids)
+				if n.closed {
+					b.WriteByte(')')
+				}
+			default:
+				b.WriteString(n.text)
+			}
+		}
+	}
+	walk(ns)
+	return b.String()
+}
+
+// sigText is the text of the tokens of ns, without white space and
+// comments (inside groups too).
+func sigText(ns []*node) string {
+	var b strings.Builder
+	var walk func(ns []*node)
+	walk = func(ns []*node) {
+		for _, n := range ns {
+			switch n.kind {
+			case kSpace:
+			case kGroup:
+				b.WriteString("( ")
+				walk(n.kids)
+				b.WriteString(") ")
+			default:
+				b.WriteString(n.text)
+				b.WriteByte(' ')
+			}
+		}
+	}
+	walk(ns)
+	return b.String()
+}
+
+// hasAlias says whether a SELECT item ends with a name for its column.
+func hasAlias(ns []*node) bool {
+	last := prev(ns, len(ns))
+	before := prev(ns, last)
+	if last < 0 || before < 0 {
+		return false
+	}
+	if ns[before].is("as") {
+		return true
+	}
+	l, b := ns[last], ns[before]
+	return (l.kind == kIdent || l.kind == kWord && !isStop(l)) && b.kind != kOp && b.kind != kComma
+}
+
+// rewriteFlat rewrites a sequence, innermost groups first.
+func rewriteFlat(ns []*node, depth int) ([]*node, error) {
 	for _, n := range ns {
 		if n.kind == kGroup {
 			kids, err := rewriteSeq(n.kids, depth+1)
