@@ -29,11 +29,32 @@ const maxDepth = 200
 // a construct it knows but cannot take is an InvalidArgument error that
 // names it.
 func Rewrite(sql string) (string, error) {
-	ns, err := rewriteSeq(tree(lex(sql)), 0)
+	toks := lex(sql)
+	if !balanced(toks) {
+		// A syntax error: the engine's parser says where.
+		return sql, nil
+	}
+	ns, err := rewriteSeq(tree(toks), 0)
 	if err != nil {
 		return "", err
 	}
 	return render(ns), nil
+}
+
+// balanced says whether the parentheses pair up.
+func balanced(toks []*node) bool {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			if depth--; depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
 }
 
 func errorf(format string, args ...any) error {
