@@ -266,7 +266,6 @@ func at(ns []*node, i int) *node {
 
 func word(s string) *node   { return &node{kind: kWord, text: s} }
 func space() *node          { return &node{kind: kSpace, text: " "} }
-func op(s string) *node     { return &node{kind: kOp, text: s} }
 func comma() *node          { return &node{kind: kComma, text: ","} }
 func number(s string) *node { return &node{kind: kNumber, text: s} }
 func group(kids ...*node) *node {
@@ -511,7 +510,6 @@ func quantile(ns []*node, i int, g *node, name string) error {
 	}
 	if strings.HasSuffix(name, " desc") {
 		mode += 2
-		name = strings.TrimSuffix(name, " desc")
 	}
 	disc := strconv.Itoa(mode)
 	ns[i].text = QuantileFunc
