@@ -28,6 +28,8 @@ func TestDialectStatements(t *testing.T) {
 		{`SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY v DESC) FROM dense WHERE x = 0`, "5"},
 		{`SELECT x, median(v) AS m FROM dense WHERE x < 2 GROUP BY x ORDER BY x`, "0|4.5;1|14.5"},
 		{`SELECT median(n) FROM g.pts`, "27"},
+		{`SELECT x, median(v) FROM dense WHERE x < 2 GROUP BY x ORDER BY median(v) DESC`, "1|14.5;0|4.5"},
+		{`SELECT x::double, count(*) FROM dense WHERE y = 0 GROUP BY x::double ORDER BY x::double LIMIT 2`, "0|1;1|1"},
 		{`SELECT count(*) FILTER (WHERE n IS NULL), sum(n) FILTER (WHERE k < 5) FROM g.pts`, "10|18"},
 		{`SELECT median(n) FILTER (WHERE k < 5) FROM g.pts`, "6"},
 		{`SELECT s FROM g.pts WHERE s ILIKE 'S1%' AND k < 12 ORDER BY k`, "s1;s10;s11"},

@@ -129,3 +129,20 @@ func TestRewriteErrors(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRewrite: the cost the dialect adds to planning a statement.
+func BenchmarkRewrite(b *testing.B) {
+	for _, q := range []struct{ name, sql string }{
+		{"plain", `SELECT station, count(*) AS n, avg(temp) FROM dial.readings WHERE id BETWEEN 10 AND 200 GROUP BY station ORDER BY station`},
+		{"dialect", `SELECT sid, median(temp), count(*) FILTER (WHERE rain > 4), string_agg(id::varchar, ',' ORDER BY id) FROM dial.readings WHERE station ILIKE 'n%' GROUP BY sid`},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Rewrite(q.sql); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
