@@ -206,3 +206,33 @@ def test_information_schema_has_no_engine_tables(env):
              for t in (s["db_schema_tables"] or [])}
     assert {(SCHEMA, "readings"), (SCHEMA, "stations")} <= names
     assert not any(s in ("information_schema", "mysql") for s, _ in names)
+
+
+PREPARED = "SELECT id, id::double / 2 AS h, station || '!' AS s FROM dial.readings WHERE station ILIKE ? AND id < ? ORDER BY id"
+
+
+def test_prepared_adbc(env):
+    """A prepared statement in the dialect, parameters bound by ADBC."""
+    conn, duck, _ = env
+    with conn.cursor() as cur:
+        cur.execute(PREPARED, parameters=("NORTH%", 12))
+        got = [tuple(norm(v) for v in r) for r in cur.fetchall()]
+    want = duck_rows(duck, PREPARED.replace("?", "'NORTH%'", 1).replace("?", "12", 1))
+    assert got and len(got) == len(want)
+    assert_rows(PREPARED, got, want)
+
+
+def test_prepared_jdbc(env, jdbc_jars):
+    """The same through a JDBC PreparedStatement (an int parameter)."""
+    _, duck, daemon = env
+    # JdbcCheck splits its argument at "|": no || here.
+    sql = PREPARED.replace("?", "'north%'", 1).replace("station || '!'", "upper(station)")
+    url = "jdbc:arrow-flight-sql://%s?useEncryption=false" % daemon.url.replace("grpc://", "")
+    out = subprocess.run(["java", *JAVA_OPTS, "-cp", os.pathsep.join(jdbc_jars), "JdbcCheck", url, SCHEMA, "readings",
+                          "PREPARED:%s|12" % sql], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+    want = duck_rows(duck, sql.replace("?", "12"))
+    assert not facts["query0"].startswith("ERROR"), facts["query0"]
+    got = [tuple(jdbc_cell(c, w) for c, w in zip(r.split("|"), want[k])) for k, r in enumerate(facts["query0"].split(";"))]
+    assert_rows(sql, got, want)
