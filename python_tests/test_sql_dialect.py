@@ -167,23 +167,37 @@ def jdbc_cell(cell, want):
     return cell
 
 
-def test_examples_jdbc(env, jdbc_jars):
-    """All the examples in one JVM (JdbcCheck prints each result as
-    "a|b;c|d" by getString)."""
-    _, duck, daemon = env
-    sqls = examples("sql")
+# JdbcCheck splits a PREPARED argument at "|" (no || in it); its int
+# parameter binds the first ?.
+JDBC_PREPARED = ("SELECT id, id::double / 2 AS h, upper(station) AS s FROM dial.readings"
+                 " WHERE station ILIKE 'north%' AND id < ? ORDER BY id")
+
+
+@pytest.fixture(scope="module")
+def jdbc_facts(env, jdbc_jars):
+    """Every example, and a prepared statement, through the JDBC driver in
+    one JVM (JdbcCheck prints each result as "a|b;c|d" by getString)."""
+    daemon = env[2]
     url = "jdbc:arrow-flight-sql://%s?useEncryption=false" % daemon.url.replace("grpc://", "")
     out = subprocess.run(["java", *JAVA_OPTS, "-cp", os.pathsep.join(jdbc_jars), "JdbcCheck", url, SCHEMA, "readings",
-                          *sqls], capture_output=True, text=True, timeout=300)
+                          *examples("sql"), "PREPARED:%s|12" % JDBC_PREPARED],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    facts = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
-    for i, sql in enumerate(sqls):
-        res = facts["query%d" % i]
-        assert not res.startswith("ERROR"), "%s\n%s" % (sql, res)
-        want = duck_rows(duck, sql)
-        got = [tuple(r.split("|")) for r in res.split(";")] if res else []
-        got = [tuple(jdbc_cell(c, w) for c, w in zip(g, want[k] if k < len(want) else g)) for k, g in enumerate(got)]
-        assert_rows(sql, got, want)
+    return dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+
+
+def assert_jdbc(duck, sql, res):
+    assert not res.startswith("ERROR"), "%s\n%s" % (sql, res)
+    want = duck_rows(duck, sql)
+    got = [tuple(r.split("|")) for r in res.split(";")] if res else []
+    got = [tuple(jdbc_cell(c, w) for c, w in zip(g, want[k] if k < len(want) else g)) for k, g in enumerate(got)]
+    assert_rows(sql, got, want)
+
+
+def test_examples_jdbc(env, jdbc_facts):
+    duck = env[1]
+    for i, sql in enumerate(examples("sql")):
+        assert_jdbc(duck, sql, jdbc_facts["query%d" % i])
 
 
 def test_information_schema_has_no_engine_tables(env):
@@ -222,17 +236,8 @@ def test_prepared_adbc(env):
     assert_rows(PREPARED, got, want)
 
 
-def test_prepared_jdbc(env, jdbc_jars):
-    """The same through a JDBC PreparedStatement (an int parameter)."""
-    _, duck, daemon = env
-    # JdbcCheck splits its argument at "|": no || here.
-    sql = PREPARED.replace("?", "'north%'", 1).replace("station || '!'", "upper(station)")
-    url = "jdbc:arrow-flight-sql://%s?useEncryption=false" % daemon.url.replace("grpc://", "")
-    out = subprocess.run(["java", *JAVA_OPTS, "-cp", os.pathsep.join(jdbc_jars), "JdbcCheck", url, SCHEMA, "readings",
-                          "PREPARED:%s|12" % sql], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    facts = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
-    want = duck_rows(duck, sql.replace("?", "12"))
-    assert not facts["query0"].startswith("ERROR"), facts["query0"]
-    got = [tuple(jdbc_cell(c, w) for c, w in zip(r.split("|"), want[k])) for k, r in enumerate(facts["query0"].split(";"))]
-    assert_rows(sql, got, want)
+def test_prepared_jdbc(env, jdbc_facts):
+    """A prepared statement in the dialect through a JDBC PreparedStatement
+    (an int parameter)."""
+    res = jdbc_facts["query%d" % len(examples("sql"))]
+    assert_jdbc(env[1], JDBC_PREPARED.replace("?", "12"), res)
