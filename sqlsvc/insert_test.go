@@ -69,6 +69,8 @@ func TestInsert(t *testing.T) {
 			check: `SELECT COUNT(*), MIN(k), MAX(k), SUM(n) FROM g.pts`, want: "40|0|119|540"},
 		{name: "select with join, group by and order", sql: `INSERT INTO w.t (k, f, s) SELECT p.k, COUNT(*), MAX(p.s) FROM g.pts p JOIN w.big b ON b.k = p.k GROUP BY p.k ORDER BY p.k LIMIT 3`, n: 3,
 			check: `SELECT k, f, s FROM w.t ORDER BY k`, want: "0|1|s0;1|1|s1;2|1|s2"},
+		{name: "the dialect of docs/sql.md", sql: `INSERT INTO w.t (k, f, s) SELECT k::int + 10, k::double / 4, s || '!' FROM g.pts WHERE s ILIKE 'S1%' AND k < 12`, n: 3,
+			check: `SELECT k, f, s FROM w.t ORDER BY k`, want: "11|0.25|s1!;20|2.5|s10!;21|2.75|s11!"},
 		{name: "select of no rows", sql: `INSERT INTO w.t (k, f) SELECT k, v FROM w.big WHERE v < 0`, n: 0,
 			check: `SELECT COUNT(*) FROM w.t`, want: "0"},
 		// the engine's VALUES table would type the column int8 by its

@@ -31,6 +31,7 @@ import (
 	"github.com/tileflight/tileflight/calls"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/query"
+	"github.com/tileflight/tileflight/sqlsvc/dialect"
 )
 
 // sqlMode: double quotes quote identifiers, as in standard SQL (and as
@@ -53,6 +54,7 @@ func newEngine(s *Server) *sqle.Engine {
 	// no DDL), so its global logger is left alone.
 	e.Analyzer.Debug, e.Analyzer.Verbose = false, false
 	e.ReadOnly.Store(true)
+	e.Analyzer.Catalog.InfoSchema = &infoSchema{srv: s}
 	return e
 }
 
@@ -68,6 +70,10 @@ func (s *Server) newContext(ctx context.Context) (*gms.Context, error) {
 	sctx := gms.NewContext(ctx, opts...)
 	sctx.SetCurrentDatabase(currentSchema(ctx))
 	if err := sess.SetSessionVariable(sctx, "sql_mode", sqlMode); err != nil {
+		return nil, err
+	}
+	// string_agg is group_concat, which MySQL cuts at 1024 bytes.
+	if err := sess.SetSessionVariable(sctx, "group_concat_max_len", groupConcatMax); err != nil {
 		return nil, err
 	}
 	return sctx, nil
@@ -142,6 +148,11 @@ type compiled struct {
 // parameters (nil: none).
 func (s *Server) compile(ctx context.Context, text string, params []param) (c *compiled, err error) {
 	defer s.planPanic(text, &err)
+	// The engine names result columns by the text it parsed: it gets the
+	// rewritten statement (parseIn rewrites again, which changes nothing).
+	if text, err = dialect.Rewrite(text); err != nil {
+		return nil, err
+	}
 	sctx, stmt, err := s.parseIn(ctx, text)
 	if err != nil {
 		return nil, err
@@ -228,8 +239,13 @@ func stmtKind(st sqlparser.Statement) string {
 	return strings.ToUpper(strings.TrimPrefix(t, "*sqlparser."))
 }
 
-// parseIn parses one statement in a new engine context.
+// parseIn parses one statement, written in the dialect of
+// sqlsvc/dialect, in a new engine context.
 func (s *Server) parseIn(ctx context.Context, text string) (*gms.Context, sqlparser.Statement, error) {
+	text, err := dialect.Rewrite(text)
+	if err != nil {
+		return nil, nil, err
+	}
 	sctx, err := s.newContext(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -918,6 +934,9 @@ func (s *Server) paramTypes(ctx context.Context, text string) map[string]arrow.D
 	out := map[string]arrow.DataType{}
 	sctx, err := s.newContext(ctx)
 	if err != nil {
+		return out
+	}
+	if text, err = dialect.Rewrite(text); err != nil {
 		return out
 	}
 	node, err := s.engine.PrepareQuery(sctx, text)
