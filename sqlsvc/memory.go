@@ -10,9 +10,11 @@ package sqlsvc
 //   - a meter node the plan gets below every operator that keeps what it
 //     consumes until its input ends: Sort (ORDER BY without LIMIT),
 //     HashLookup (the build side of a hash join), CachedResults (the
-//     inner side of a nested-loop or cross join) and Window (window
-//     functions). Every row passing into one is charged at its estimated
-//     size in the engine (rowBytes);
+//     inner side of a nested-loop or cross join), Window (window
+//     functions) and a GroupBy computing an aggregate that keeps every
+//     value (json_arrayagg behind median and the quantiles, group_concat
+//     behind string_agg). Every row passing into one is charged at its
+//     estimated size in the engine (rowBytes);
 //   - the MemoryManager's Reporter of the statement's engine context,
 //     asked once per new GROUP BY group and per new DISTINCT row (the
 //     engine keeps a hash of each) and per new entry of its other caches:
@@ -36,6 +38,7 @@ import (
 	"time"
 
 	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/shopspring/decimal"
@@ -155,6 +158,13 @@ func (s *Server) metered(n gms.Node, b *budget) (gms.Node, error) {
 			what = "a join's cached inner side"
 		case *plan.Window:
 			what = "a window function"
+		case *plan.GroupBy:
+			// Most aggregates keep a fixed state per group (charged through
+			// the memory manager); these keep every value they are given.
+			if !keepsValues(n.(*plan.GroupBy)) {
+				return n, transform.SameTree, nil
+			}
+			what = "an aggregate that keeps its values (median, quantiles, string_agg)"
 		default:
 			return n, transform.SameTree, nil
 		}
@@ -172,6 +182,23 @@ func (s *Server) metered(n gms.Node, b *budget) (gms.Node, error) {
 		return m, transform.NewTree, nil
 	})
 	return out, err
+}
+
+// keepsValues reports whether g computes an aggregate whose state grows
+// with every row (json_arrayagg, behind median and the quantiles;
+// group_concat, behind string_agg; json_objectagg).
+func keepsValues(g *plan.GroupBy) bool {
+	found := false
+	for _, e := range g.SelectedExprs {
+		transform.InspectExpr(e, func(e gms.Expression) bool {
+			switch e.(type) {
+			case *aggregation.JsonArray, *aggregation.GroupConcat, *aggregation.JSONObjectAgg:
+				found = true
+			}
+			return found
+		})
+	}
+	return found
 }
 
 // meter is a plan node that charges its budget for every row its child

@@ -164,6 +164,9 @@ func TestMemoryBound(t *testing.T) {
 		{"SELECT k % 5000, count(*) FROM big GROUP BY 1", 0, codes.ResourceExhausted},     // 5000 groups of 256 bytes
 		{"SELECT DISTINCT s FROM big", 0, codes.ResourceExhausted},                        // 5000 distinct hashes
 		{"SELECT count(*) FROM big a, big b WHERE a.s = b.s", 0, codes.ResourceExhausted}, // a hash join's build side
+		{"SELECT median(k) FROM big WHERE k < 100", 1, codes.OK},                          // 100 values kept
+		{"SELECT median(k + length(s)) FROM big", 0, codes.ResourceExhausted},             // every value kept
+		{"SELECT string_agg(s, ',') FROM big", 0, codes.ResourceExhausted},                // every string kept
 		// A cross join reads its inner side again per outer row: it holds
 		// nothing (-sql-timeout bounds how long it runs).
 		{"SELECT count(*) FROM big a CROSS JOIN big b WHERE a.k < 100", 1, codes.OK},
