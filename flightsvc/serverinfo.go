@@ -95,12 +95,13 @@ func (s *Service) actServerInfo(_ context.Context, body []byte) (any, error) {
 	return s.Info(), nil
 }
 
-// GRPCRecvLimit is the gRPC receive limit for a -max-message-bytes of max:
-// a quarter above it (at least 1 MiB), so that a message a little over the
-// limit reaches MessageSizeInterceptor, whose error names the flag and the
-// client option, rather than gRPC's own "received message larger than max".
+// GRPCRecvLimit is the gRPC receive limit for a -max-message-bytes of
+// limit: half as much again (at least 4 MiB more), so that a message over
+// the limit reaches MessageSizeInterceptor, whose error names the flag and
+// the client option, rather than gRPC's own "received message larger than
+// max"; only a far larger one gets gRPC's.
 func GRPCRecvLimit(limit int64) int {
-	head := max(limit/4, 1<<20)
+	head := max(limit/2, 4<<20)
 	return int(min(limit+head, 1<<31-1))
 }
 

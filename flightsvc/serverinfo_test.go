@@ -90,8 +90,9 @@ func TestGRPCRecvLimit(t *testing.T) {
 		limit int64
 		want  int
 	}{
-		{1 << 20, 2 << 20},
-		{64 << 20, 80 << 20},
+		{1 << 20, 5 << 20},
+		{4 << 20, 8 << 20},
+		{64 << 20, 96 << 20},
 		{4 << 30, 1<<31 - 1},
 	} {
 		if got := GRPCRecvLimit(tc.limit); got != tc.want {
@@ -130,10 +131,10 @@ func TestSizeErrorsNameTheFlags(t *testing.T) {
 		want       []string
 	}{
 		{"under both", 100, 1000, codes.OK, nil},
-		// 1.2 MiB: above the 1 MiB flag, below gRPC's own 2 MiB.
+		// 1.2 MiB: above the 1 MiB flag, below gRPC's own 5 MiB.
 		{"message over -max-message-bytes", 1200, 1024, codes.ResourceExhausted, []string{"exceeds -max-message-bytes (1.0 MiB)", "max_batch_bytes", "server_info"}},
-		// 1.9 MiB: the interceptor's error, not gRPC's.
-		{"message just under gRPC's limit", 1900, 1024, codes.ResourceExhausted, []string{"-max-message-bytes", "max_batch_bytes"}},
+		// 4.5 MiB: the interceptor's error, not gRPC's.
+		{"message just under gRPC's limit", 4600, 1024, codes.ResourceExhausted, []string{"-max-message-bytes", "max_batch_bytes"}},
 	} {
 		ks, ss := batch(tc.rows, tc.wide)
 		rec := keyedStrings(ks, ss)

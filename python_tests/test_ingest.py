@@ -258,6 +258,24 @@ def test_killed_client_leaves_nothing_and_vacuum_cleans(small, tmp_path):
     assert len(tiledb_rows(path)[0]) == 0
 
 
+def test_adbc_ingest_size_errors_name_the_flags(small):
+    """Flight SQL bulk ingest sends the batches its caller gives: over the
+    limits, the errors name the flags; batches cut by the caller go in."""
+    adbc = pytest.importorskip("adbc_driver_flightsql.dbapi")
+    with tileflight.connect(small.url) as c:
+        c.create(SPARSE, "adbc")
+    with adbc.connect(small.url) as conn, conn.cursor() as cur:
+        with pytest.raises(Exception) as ei:
+            cur.adbc_ingest("adbc", wide(5000), mode="append")  # one 5.5 MB batch
+        assert "exceeds -max-message-bytes (4.0 MiB)" in str(ei.value), ei.value
+        with pytest.raises(Exception) as ei:
+            cur.adbc_ingest("adbc", pa.Table.from_batches(wide(9000).to_batches(max_chunksize=2000)), mode="append")
+        assert "exceeds -max-put-bytes" in str(ei.value), ei.value
+        n = cur.adbc_ingest("adbc", pa.Table.from_batches(wide(5000).to_batches(max_chunksize=2000)), mode="append")
+        assert n in (5000, -1)
+    assert len(tiledb_rows(os.path.join(small.data, "adbc"))[0]) == 5000
+
+
 @pytest.mark.skipif(not os.environ.get("TILEFLIGHT_INGEST_GIB"), reason="set TILEFLIGHT_INGEST_GIB=N for a real N GiB write")
 def test_multi_gib_write(flightd_bin, tmp_path):  # noqa: F811
     gib = float(os.environ["TILEFLIGHT_INGEST_GIB"])

@@ -355,7 +355,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	unaryRecover, streamRecover := flightsvc.Recover(log)
 	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
 	// Innermost: a DoPut message over -max-message-bytes fails with an
-	// error naming the flag (gRPC's own limit is set a little above it).
+	// error naming the flag (gRPC's own limit is set well above it).
 	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, registry.Interceptors(), streamRecover, flightsvc.MessageSizeInterceptor(c.maxMessageBytes)}
 	if mets != nil {
 		// First, so that calls refused by auth or limits are counted.
