@@ -23,8 +23,8 @@ DEFAULT_LIMITS: Dict[str, int] = {"max_message_bytes": 64 << 20, "max_put_bytes"
 
 # Streamed input (readers, iterables, DataFrames) is held back up to this
 # many bytes to learn whether it fits one DoPut; beyond it the write is
-# staged.
-LOOKAHEAD_BYTES = 64 << 20
+# staged (pieces stream through, so a write's memory stays about this).
+LOOKAHEAD_BYTES = 4 << 20
 
 
 def message_budget(max_message_bytes: int) -> int:
