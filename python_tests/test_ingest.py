@@ -299,3 +299,29 @@ def test_multi_gib_write(flightd_bin, tmp_path):  # noqa: F811
         assert len(got) == n * per
     finally:
         d.stop()
+
+
+class _OldServer(fl.FlightServerBase):
+    """A daemon older than server_info: INVALID_ARGUMENT, unknown action."""
+
+    def do_action(self, context, action):
+        raise pa.ArrowInvalid(f'unknown action "{action.type}" (actions: describe, ...)')
+
+
+class _NoAction(fl.FlightServerBase):
+    """A Flight server without actions: UNIMPLEMENTED."""
+
+    def do_action(self, context, action):
+        raise pa.ArrowNotImplementedError(action.type)
+
+
+@pytest.mark.parametrize("server", [_OldServer, _NoAction])
+def test_server_info_of_an_older_daemon_is_the_defaults(server):
+    srv = server("grpc://127.0.0.1:0")
+    try:
+        with tileflight.connect(f"grpc://127.0.0.1:{srv.port}") as c:
+            info = c.server_info()
+            assert info["limits"] == {"max_message_bytes": 64 * MiB, "max_put_bytes": 1 << 30}
+            assert info["features"] == [] and info["version"] is None
+    finally:
+        srv.shutdown()

@@ -518,7 +518,10 @@ class Client:
         try:
             info = dict(self.action("server_info", timeout=timeout))
         except TileflightError as e:
-            unknown = e.code == "UNIMPLEMENTED" or (e.code == "INVALID_ARGUMENT" and "unknown action" in str(e))
+            # A tileflight daemon older than the action: INVALID_ARGUMENT,
+            # "unknown action"; another Flight server: UNIMPLEMENTED.
+            unknown = (e.code == "UNIMPLEMENTED" or "unknown action" in str(e)
+                       or isinstance(e.__cause__, pa.ArrowNotImplementedError))
             if not unknown:
                 raise
             info = {"version": None, "limits": {}, "features": []}
