@@ -591,19 +591,21 @@ class Client:
         held, fits = _ingest.lookahead(src, threshold if known else min(threshold, _ingest.LOOKAHEAD_BYTES))
         for item in reversed(held):
             src.push(item)
+        desc = None if fits else self.describe(name, timeout=timeout)
         with _progress.bar(progress, total, name) as bar:
-            if fits:
+            if desc is None or desc.get("type") not in ("sparse", "dense"):
+                # One DoPut (a .b2nd array's writes are never staged).
                 q = _query.build(name, subarray=subarray, timestamp=timestamp, layout=layout,
                                  stage=True if stage else None)
                 return self._put(q, schema, (b for b, _ in src), bar, timeout)
-            return self._write_staged(name, schema, src, subarray, timestamp, layout, stage, threshold, bar, timeout)
+            return self._write_staged(name, desc, schema, src, subarray, timestamp, layout, stage, threshold,
+                                      bar, timeout)
 
-    def _write_staged(self, name: str, schema: pa.Schema, src: "_ingest.Pushback",
+    def _write_staged(self, name: str, desc: Dict[str, Any], schema: pa.Schema, src: "_ingest.Pushback",
                       subarray: Optional[_query.Subarray], timestamp: Optional[int], layout: Optional[str],
                       stage: bool, budget: int, bar: Any, timeout: Optional[float]) -> WriteResult:
         """A write over one DoPut: staged pieces, then one commit (unless ``stage``)."""
         ts = timestamp if timestamp is not None else int(time.time() * 1000)
-        desc = self.describe(name, timeout=timeout)
         frags: List[str] = []
         rows = puts = 0
         try:
