@@ -325,3 +325,26 @@ def test_server_info_of_an_older_daemon_is_the_defaults(server):
             assert info["features"] == [] and info["version"] is None
     finally:
         srv.shutdown()
+
+
+def test_dense_stream_that_fits_is_one_doput(small):
+    """A streamed dense write over the 4 MiB look-ahead whose cells (known
+    from the box) fit one DoPut streams through one, rather than being held
+    in memory for staging; over the threshold it is staged."""
+    R = 6250  # x 100 columns of float64: 5 MB
+    with tileflight.connect(small.url) as c:
+        c.create({"type": "dense",
+                  "dimensions": [{"name": "r", "type": "int32", "domain": [0, R - 1], "tile": 250},
+                                 {"name": "c", "type": "int32", "domain": [0, 99], "tile": 100}],
+                  "attributes": [{"name": "v", "type": "float64"}]}, "dstream")
+        vals = np.arange(R * 100, dtype=np.float64) * 0.5
+        t = pa.table({"v": vals})
+
+        def stream():
+            return pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=10000))
+        res = c.write("dstream", stream(), subarray={"r": (0, R - 1), "c": (0, 99)})
+        assert "puts" not in res and res.rows == R * 100  # 5 MB of the 8 MiB a DoPut may carry
+        res = c.write("dstream", stream(), subarray={"r": (0, R - 1), "c": (0, 99)}, staged=2 << 20)
+        assert res["puts"] >= 3 and res.rows == R * 100
+    with tiledb.open(os.path.join(small.data, "dstream")) as A:
+        np.testing.assert_array_equal(A[:, :]["v"].ravel(), vals)

@@ -592,6 +592,17 @@ class Client:
         for item in reversed(held):
             src.push(item)
         desc = None if fits else self.describe(name, timeout=timeout)
+        if desc is not None and desc.get("type") == "dense" and not known:
+            # A dense stream's staged pieces are held in memory; one whose
+            # cells (known from the box) look to fit one DoPut streams
+            # through it instead.
+            _, ranges = _ingest.dense_box(desc, _query.normalize_subarray(subarray))
+            cells = 1
+            for lo, hi in ranges:
+                cells *= hi - lo + 1
+            rows = sum(b.num_rows for b, _ in held)
+            if rows and sum(n for _, n in held) / rows * cells <= 0.8 * threshold:
+                desc = None
         with _progress.bar(progress, total, name) as bar:
             if desc is None or desc.get("type") not in ("sparse", "dense"):
                 # One DoPut (a .b2nd array's writes are never staged).
