@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak
+.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak ingest-gib
 
 all: build
 
@@ -162,6 +162,13 @@ bench-spark: setup build sparkjar
 COND_ARRAYS ?= 80
 diff-cond: setup build
 	TILEFLIGHT_COND_SEED=$${COND_SEED:-$$RANDOM} TILEFLIGHT_COND_ARRAYS=$(COND_ARRAYS) $(PYENV) $(VPY) -m pytest -q python_tests/test_diff_cond.py
+
+# A real multi-GiB Python client write (INGEST_GIB GiB of 1.1 KB-string
+# rows against a default daemon: staged DoPuts under -max-put-bytes, one
+# commit), read back by TileDB; needs about 3x INGEST_GIB of free disk.
+INGEST_GIB ?= 2
+ingest-gib: setup build
+	TILEFLIGHT_INGEST_GIB=$(INGEST_GIB) $(PYENV) $(VPY) -m pytest -q -s python_tests/test_ingest.py -k multi_gib
 
 # Aggregates and filters against in-process TileDB (appends to RESULTS.md).
 bench-cond: setup build

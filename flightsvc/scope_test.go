@@ -116,6 +116,8 @@ func TestScopedTokenReachesOnlyItsPrefixes(t *testing.T) {
 		// Not about an array: scoped by owner (a read-only token sees and
 		// cancels only its own queries; see TestListAndCancelQueries).
 		"list_queries": {``, codes.OK},
+		// The daemon's limits and features: names no array.
+		"server_info":  {``, codes.OK},
 		"cancel_query": {`{"id":"999999"}`, codes.NotFound},
 	}
 	var listed []string

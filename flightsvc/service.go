@@ -51,6 +51,14 @@ type Config struct {
 	// MaxPutBytes bounds the Arrow bytes one DoPut may send; a write is
 	// held in memory until it commits (0: 1 GiB).
 	MaxPutBytes int64
+	// MaxMessageBytes is the daemon's -max-message-bytes, which
+	// server_info reports (0: DefaultMaxMessageBytes); the check itself is
+	// MessageSizeInterceptor's.
+	MaxMessageBytes int64
+	// Version is the daemon's version, which server_info reports.
+	Version string
+	// SQL tells server_info that Flight SQL shares the port.
+	SQL bool
 	// MaxFragmentBytes, when > 0, is passed to the writer: larger writes
 	// become several fragments committed together.
 	MaxFragmentBytes int64

@@ -171,7 +171,7 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 		rec := rdr.RecordBatch()
 		bytes += recordBytes(rec)
 		if bytes > s.cfg.MaxPutBytes {
-			return nil, errkind.Errorf(errkind.ResourceExhausted, "DoPut to %q: more than %d bytes in one write (the -max-put-bytes limit); split it into several DoPuts", q.Array, s.cfg.MaxPutBytes)
+			return nil, errkind.Errorf(errkind.ResourceExhausted, "%s", putTooBig(q.Array, s.cfg.MaxPutBytes))
 		}
 		n := rec.NumRows()
 		if dense != nil && rows+n > dense.cells {

@@ -446,3 +446,8 @@ def test_tls(spark, flightd_bin, flightd, arrays, tmp_path):
         assert df.where("r < 10").count() == 10 * C
         with pytest.raises(Exception, match="tls_root_certs: cannot read"):
             load(spark, flightd, "jvm/dense", url=d.url, tls_root_certs=str(tmp_path / "nope.pem")).count()
+
+
+def test_write_wide_rows_cut_by_bytes_and_staged(spark, flightd_bin, tmp_path):
+    from test_spark import wide_write_checked
+    assert wide_write_checked(spark, flightd_bin, tmp_path, JVM_FORMAT) >= 4  # 2 tasks x 2+ DoPuts

@@ -129,8 +129,8 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.BoolVar(&c.demo, "demo", false, "create demo arrays in an empty data directory")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key enables TLS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
-	c.maxMessageBytes = 64 << 20
-	fs.Var(sizeFlag{&c.maxMessageBytes}, "max-message-bytes", "largest gRPC message accepted (a `size`: bytes, or with a unit: 64MiB)")
+	c.maxMessageBytes = flightsvc.DefaultMaxMessageBytes
+	fs.Var(sizeFlag{&c.maxMessageBytes}, "max-message-bytes", "largest gRPC message accepted (a `size`: bytes, or with a unit: 64MiB); a larger DoPut record batch is refused with an error naming this flag (clients learn it from the server_info action and cut their batches under it)")
 	fs.UintVar(&c.maxStreams, "max-streams", 64, "most concurrent streams per connection")
 	c.memoryBudget = tileio.DefaultMemoryBudget
 	fs.Var(sizeFlag{&c.memoryBudget}, "memory-budget", "decoded bytes one query may hold at once (a `size`: bytes, or with a unit: 512MiB, 1GiB)")
@@ -331,7 +331,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		MaxConcurrentStreams: c.maxQueries, MaxPutBytes: c.maxPutBytes, MaxFragmentBytes: c.maxFragBytes, VacuumGrace: c.vacuumGrace, TempGrace: c.tempGrace,
 		Auth: auth, Calls: registry, MaxQueriesPerPeer: c.maxPerPeer, QueueWait: c.queueWait, Metrics: mets, TileCacheBytes: c.tileCacheBytes, CacheBytes: c.metaCacheBytes,
 		IdleTrim: c.idleTrim, IdleRelease: c.idleRelease,
+		MaxMessageBytes: c.maxMessageBytes, SQL: true,
 	}
+	cfg.Version, _, _ = versionInfo()
 	if c.key != "" {
 		cfg.EncryptionKey = []byte(c.key)
 	}
@@ -357,7 +359,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	unaryAuth, streamAuth := flightsvc.AuthInterceptors(auth)
 	unaryRecover, streamRecover := flightsvc.Recover(log)
 	unary := []grpc.UnaryServerInterceptor{unaryLog, unaryAuth, unaryRecover}
-	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, registry.Interceptors(), streamRecover}
+	// Innermost: a DoPut message over -max-message-bytes fails with an
+	// error naming the flag (gRPC's own limit is set well above it).
+	stream := []grpc.StreamServerInterceptor{streamLog, streamAuth, registry.Interceptors(), streamRecover, flightsvc.MessageSizeInterceptor(c.maxMessageBytes)}
 	if mets != nil {
 		// First, so that calls refused by auth or limits are counted.
 		um, sm := mets.Interceptors()
@@ -367,7 +371,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-		grpc.MaxRecvMsgSize(int(c.maxMessageBytes)),
+		grpc.MaxRecvMsgSize(flightsvc.GRPCRecvLimit(c.maxMessageBytes)),
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)

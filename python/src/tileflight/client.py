@@ -4,8 +4,9 @@
 FlightInfo (``GetFlightInfo``), whose endpoints each cover a disjoint part
 of the result; :meth:`Client.read` fetches them in parallel and concatenates
 them in endpoint order, :meth:`Client.reader` streams them one after the
-other in constant memory. Writes are one ``DoPut`` (atomic: all of its rows
-become visible together, or none). Everything else is a ``DoAction`` with a
+other in constant memory. Writes are atomic (all of their rows become visible
+together, or none): one ``DoPut``, or above the daemon's ``-max-put-bytes``
+several staged ones and one ``commit_fragments``. Everything else is a ``DoAction`` with a
 JSON body (docs/protocol.md lists them).
 """
 
@@ -21,7 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 import pyarrow as pa
 import pyarrow.flight as fl
 
-from . import _progress, _query
+from . import _ingest, _progress, _query
 from .errors import DeadlineExceeded, TileflightError, from_arrow
 
 __all__ = ["Client", "connect", "WriteResult"]
@@ -113,6 +114,7 @@ class Client:
         self._flight = self._new_flight_client(uri)
         self._peers: Dict[str, fl.FlightClient] = {}
         self._lock = threading.Lock()
+        self._server_info: Optional[Dict[str, Any]] = None
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -505,11 +507,47 @@ class Client:
 
     # -- writes ------------------------------------------------------------------------
 
+    def server_info(self, *, refresh: bool = False, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """The daemon's ``server_info``: ``{"version", "limits": {...}, "features": [...]}``,
+        cached per client (``refresh=True`` asks again). A daemon older than
+        the action gets the defaults (64 MiB messages, 1 GiB per DoPut) and
+        no features."""
+        with self._lock:
+            if self._server_info is not None and not refresh:
+                return self._server_info
+        try:
+            info = dict(self.action("server_info", timeout=timeout))
+        except TileflightError as e:
+            # A tileflight daemon older than the action: INVALID_ARGUMENT,
+            # "unknown action"; another Flight server: UNIMPLEMENTED.
+            unknown = (e.code == "UNIMPLEMENTED" or "unknown action" in str(e)
+                       or isinstance(e.__cause__, pa.ArrowNotImplementedError))
+            if not unknown:
+                raise
+            info = {"version": None, "limits": {}, "features": []}
+        limits = dict(_ingest.DEFAULT_LIMITS)
+        limits.update(info.get("limits") or {})
+        info["limits"] = limits
+        with self._lock:
+            self._server_info = info
+        return info
+
     def write(self, name: str, data: WriteData, subarray: Optional[_query.Subarray] = None, *,
               timestamp: Optional[int] = None, layout: Optional[str] = None, stage: bool = False,
-              batch_rows: int = 65536, progress: Optional[bool] = None,
+              batch_rows: int = 65536, max_batch_bytes: Optional[int] = None,
+              staged: Optional[int] = None, progress: Optional[bool] = None,
               timeout: Optional[float] = None) -> WriteResult:
-        """Write rows into an array with one atomic DoPut.
+        """Write rows into an array, atomically: all of them become visible
+        together, or none.
+
+        A write up to the daemon's ``-max-put-bytes`` is one DoPut. A larger
+        one is sent as several DoPuts with ``"stage": true``, all stamped
+        with one timestamp, then made visible with one ``commit_fragments``;
+        if any piece fails, the staged ones are aborted, and if the client
+        dies before the commit they stay invisible until a fragments vacuum
+        removes them (after the daemon's ``-vacuum-grace``). Record batches
+        are cut by bytes as well as rows, under the daemon's
+        ``-max-message-bytes`` (both limits come from :meth:`server_info`).
 
         Args:
             name: the array.
@@ -522,29 +560,111 @@ class Client:
             subarray: dense arrays: the box the rows fill, one ``(lo, hi)``
                 per dimension, rows in row-major order (``layout="col-major"``
                 for column-major). Sparse arrays take the dimensions as columns.
+                A dense write larger than one DoPut is split along the first
+                dimension (row-major only), each piece held in memory until sent.
             timestamp: the fragments' timestamp (ms; default now).
             stage: write the fragments but do not commit them; pass the
                 result's ``fragments`` to :meth:`commit_fragments` (or
                 :meth:`abort_fragments`).
-            batch_rows: rows per record batch sent.
+            batch_rows: rows per record batch sent, at most.
+            max_batch_bytes: bytes per record batch sent, at most (default:
+                the daemon's ``-max-message-bytes`` less room for framing).
+            staged: a write larger than this many bytes is staged in pieces of
+                this size (default, and at most: the daemon's ``-max-put-bytes``
+                less a margin).
             progress: a progress bar (None: when interactive).
 
         Returns:
-            ``{"fragments": [...], "rows": n}`` as a :class:`WriteResult`.
+            ``{"fragments": [...], "rows": n}`` as a :class:`WriteResult`
+            (a staged write adds ``"puts"``, the DoPuts it took).
         """
         schema, batches, total = _as_batches(data, batch_rows)
-        q = _query.build(name, subarray=subarray, timestamp=timestamp, layout=layout,
-                         stage=True if stage else None)
+        limits = self.server_info(timeout=timeout)["limits"]
+        msg = int(max_batch_bytes) if max_batch_bytes else _ingest.message_budget(int(limits["max_message_bytes"]))
+        threshold = _ingest.put_budget(int(limits["max_put_bytes"]))
+        if staged is not None:
+            threshold = max(1, min(int(staged), threshold))
+        src = _ingest.Pushback(_ingest.cut(batches, msg, name))
+        # Input already in memory is measured whole; a stream is held back
+        # only so far.
+        known = isinstance(data, (pa.Table, pa.RecordBatch, dict))
+        held, fits = _ingest.lookahead(src, threshold if known else min(threshold, _ingest.LOOKAHEAD_BYTES))
+        for item in reversed(held):
+            src.push(item)
+        desc = None if fits else self.describe(name, timeout=timeout)
+        if desc is not None and desc.get("type") == "dense" and not known:
+            # A dense stream's staged pieces are held in memory; one whose
+            # cells (known from the box) look to fit one DoPut streams
+            # through it instead.
+            _, ranges = _ingest.dense_box(desc, _query.normalize_subarray(subarray))
+            cells = 1
+            for lo, hi in ranges:
+                cells *= hi - lo + 1
+            rows = sum(b.num_rows for b, _ in held)
+            if rows and sum(n for _, n in held) / rows * cells <= 0.8 * threshold:
+                desc = None
+        with _progress.bar(progress, total, name) as bar:
+            if desc is None or desc.get("type") not in ("sparse", "dense"):
+                # One DoPut (a .b2nd array's writes are never staged).
+                q = _query.build(name, subarray=subarray, timestamp=timestamp, layout=layout,
+                                 stage=True if stage else None)
+                return self._put(q, schema, (b for b, _ in src), bar, timeout)
+            return self._write_staged(name, desc, schema, src, subarray, timestamp, layout, stage, threshold,
+                                      bar, timeout)
+
+    def _write_staged(self, name: str, desc: Dict[str, Any], schema: pa.Schema, src: "_ingest.Pushback",
+                      subarray: Optional[_query.Subarray], timestamp: Optional[int], layout: Optional[str],
+                      stage: bool, budget: int, bar: Any, timeout: Optional[float]) -> WriteResult:
+        """A write over one DoPut: staged pieces, then one commit (unless ``stage``)."""
+        ts = timestamp if timestamp is not None else int(time.time() * 1000)
+        frags: List[str] = []
+        rows = puts = 0
+        try:
+            if desc.get("type") == "dense":
+                if layout not in (None, "row-major"):
+                    raise TileflightError(f"write to dense array {name!r}: a write over the daemon's -max-put-bytes "
+                                          "is split along the first dimension, which needs row-major rows; raise "
+                                          "-max-put-bytes or write smaller subarrays", "UNIMPLEMENTED")
+                dims, ranges = _ingest.dense_box(desc, _query.normalize_subarray(subarray))
+                split = _ingest.DenseSplit(dims, ranges, budget, name)
+                for held, n in split.pieces(src):
+                    sub = split.subarray(n)
+                    q = _query.build(name, subarray=sub, timestamp=ts, layout=layout, stage=True)
+                    res = self._put(q, schema, iter(held), bar, timeout)
+                    frags += res.fragments
+                    rows += res.rows
+                    puts += 1
+                split.check_done()
+            else:
+                for piece in _ingest.sparse_pieces(src, budget):
+                    q = _query.build(name, subarray=subarray, timestamp=ts, layout=layout, stage=True)
+                    res = self._put(q, schema, piece, bar, timeout)
+                    frags += res.fragments
+                    rows += res.rows
+                    puts += 1
+            if frags and not stage:
+                self.commit_fragments(name, frags, timeout=timeout)
+        except BaseException:
+            if frags:
+                try:
+                    self.abort_fragments(name, frags, timeout=timeout)
+                except TileflightError:
+                    pass  # left for a fragments vacuum: staged, never visible
+            raise
+        return WriteResult({"fragments": frags, "rows": rows, "puts": puts})
+
+    def _put(self, q: Dict[str, Any], schema: pa.Schema, batches: Iterable[pa.RecordBatch], bar: Any,
+             timeout: Optional[float]) -> WriteResult:
+        """One DoPut of ``batches`` under the descriptor ``q``."""
         desc = fl.FlightDescriptor.for_command(_query.dumps(q))
         try:
             writer, meta_reader = self._flight.do_put(desc, schema, options=self._opts(timeout))
         except _ARROW_ERRORS as e:
             raise from_arrow(e) from e
         try:
-            with _progress.bar(progress, total, name) as bar:
-                for b in batches:
-                    writer.write_batch(b)
-                    bar.update(b.num_rows)
+            for b in batches:
+                writer.write_batch(b)
+                bar.update(b.num_rows)
             writer.done_writing()
             buf = meta_reader.read()
         except _ARROW_ERRORS as e:

@@ -38,8 +38,11 @@ the task reads from them. Spark's Python API cannot declare preferred
 locations (4.3), so tasks are not scheduled by them.
 
 Writing (``mode("append")``; sparse arrays: a column per dimension and
-attribute): every task sends its rows as one staged DoPut (``"stage":
-true``); the driver commits all tasks' fragments with one
+attribute): every task sends its rows staged (``"stage": true``): one
+DoPut, or several above the daemon's ``-max-put-bytes``, its record
+batches cut by bytes under ``-max-message-bytes`` (both learned from the
+``server_info`` action; options ``max_batch_bytes`` and ``staged``, in
+bytes, override them); the driver commits all tasks' fragments with one
 ``commit_fragments`` once every task succeeded, or deletes them with
 ``abort_fragments`` when any failed. The write is all or nothing. All
 fragments carry one timestamp, chosen on the driver (option ``timestamp``
@@ -524,6 +527,12 @@ class TileflightWriter(DataSourceArrowWriter):
         self.timestamp = int(ts) if ts else int(time.time() * 1000)
         batch_rows = options.get("batch_rows")
         self.batch_rows = int(batch_rows) if batch_rows else 65536
+        # Batches are cut by bytes under the daemon's -max-message-bytes,
+        # and a task's write over -max-put-bytes is staged in pieces
+        # (Client.write); these options override the sizes.
+        mbb, staged = options.get("max_batch_bytes"), options.get("staged")
+        self.max_batch_bytes = int(mbb) if mbb else None
+        self.staged = int(staged) if staged else None
         with _connect(options) as c:
             desc = c.describe(self.array)
         if desc.get("type") != "sparse":
@@ -543,7 +552,8 @@ class TileflightWriter(DataSourceArrowWriter):
         reader = pa.RecordBatchReader.from_batches(first.schema, batches())
         with _connect(self.options) as c:
             res = c.write(self.array, reader, timestamp=self.timestamp, stage=True,
-                          batch_rows=self.batch_rows, progress=False)
+                          batch_rows=self.batch_rows, max_batch_bytes=self.max_batch_bytes,
+                          staged=self.staged, progress=False)
         return TileflightCommit(res.fragments, res.rows)
 
     def commit(self, messages: Sequence[Optional[WriterCommitMessage]]) -> None:

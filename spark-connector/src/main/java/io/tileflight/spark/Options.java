@@ -12,7 +12,7 @@ import java.util.Map;
 /**
  * The data source's options, the same keys as the Python data source's ({@code tileflight.spark}):
  * uri (or location), array (or path), token, tls_root_certs, columns, subarray, filter,
- * timestamp, layout, batch_rows, partitions. Serializable: executors get a copy.
+ * timestamp, layout, batch_rows, partitions; writes also max_batch_bytes, staged. Serializable: executors get a copy.
  */
 final class Options implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -29,6 +29,10 @@ final class Options implements Serializable {
   final String layout;
   final Integer batchRows;
   final Integer partitions;
+  /** Writes: most bytes per record batch (null: from the daemon's server_info). */
+  final Long maxBatchBytes;
+  /** Writes: bytes above which a task's write is staged in pieces (null: from server_info). */
+  final Long staged;
 
   Options(Map<String, String> raw) {
     Map<String, String> o = new java.util.HashMap<>();
@@ -77,6 +81,24 @@ final class Options implements Serializable {
     this.layout = first(o, "layout");
     this.batchRows = integer(o, "batch_rows");
     this.partitions = integer(o, "partitions");
+    this.maxBatchBytes = bytes(o, "max_batch_bytes");
+    this.staged = bytes(o, "staged");
+  }
+
+  private static Long bytes(Map<String, String> o, String key) {
+    String v = first(o, key);
+    if (v == null) {
+      return null;
+    }
+    try {
+      long n = Long.parseLong(v.strip());
+      if (n <= 0) {
+        throw new NumberFormatException();
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new TileflightException("INVALID_ARGUMENT", "tileflight: option " + key + ": a positive number of bytes, got " + v);
+    }
   }
 
   private static String first(Map<String, String> o, String... keys) {
