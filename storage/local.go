@@ -26,6 +26,69 @@ const tempPrefix = ".tfput-"
 type Local struct {
 	root *os.Root
 	dir  string
+	sync SyncPolicy
+}
+
+// SyncPolicy says how far a Local store's Put goes to make an object
+// durable. Every policy keeps Put atomic: an object appears whole under
+// its key (a rename) or not at all, and a Put that returned is seen by
+// every later Get, in this process and any other, also after the writing
+// process is killed (the data is in the kernel's page cache). The
+// policies differ only on a power loss or kernel crash.
+type SyncPolicy int
+
+const (
+	// SyncAlways flushes every object's file to the disk before it is
+	// renamed into place, and its directory after: an object whose Put
+	// returned survives a power loss. The default.
+	SyncAlways SyncPolicy = iota
+	// SyncNever leaves flushing to the kernel (within its dirty-page
+	// writeback, about 30 s on Linux by default): a power loss or kernel
+	// crash may lose the last writes, including ones Put reported done,
+	// and may leave a committed write whose files the disk never got.
+	SyncNever
+)
+
+// ParseSyncPolicy reads "always" or "never".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always":
+		return SyncAlways, nil
+	case "never":
+		return SyncNever, nil
+	}
+	return 0, fmt.Errorf("fsync policy %q: want always or never", s)
+}
+
+func (p SyncPolicy) String() string {
+	if p == SyncNever {
+		return "never"
+	}
+	return "always"
+}
+
+// SetSync sets the store's SyncPolicy (SyncAlways until set). Set it
+// before the store is shared.
+func (l *Local) SetSync(p SyncPolicy) { l.sync = p }
+
+// fsync flushes f when the policy says so.
+func (l *Local) fsync(f *os.File) error {
+	if l.sync == SyncNever {
+		return nil
+	}
+	return f.Sync()
+}
+
+// syncDir flushes the directory dir (relative to the root) when the
+// policy says so; a failure does not undo the Put that asked.
+func (l *Local) syncDir(dir string) {
+	if l.sync == SyncNever {
+		return
+	}
+	if d, err := l.root.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 var _ Store = (*Local)(nil)
@@ -162,7 +225,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return l.wrap("put", key, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := l.fsync(f); err != nil {
 		return l.wrap("put", key, err)
 	}
 	if err := f.Close(); err != nil {
@@ -178,10 +241,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	}
 	ok = true
 	// Make the rename itself durable; failure here does not undo the Put.
-	if d, err := l.root.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	l.syncDir(dir)
 	return nil
 }
 
@@ -249,7 +309,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = l.fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -262,10 +322,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 		return false, nil
 	}
 	ok = true
-	if d, err := l.root.Open(parent); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	l.syncDir(parent)
 	return true, nil
 }
 

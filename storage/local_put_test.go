@@ -57,3 +57,73 @@ func TestLocalPutMakesDirectoriesWithTheObject(t *testing.T) {
 		t.Fatalf("g/arr holds %v", des)
 	}
 }
+
+func TestParseSyncPolicy(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want SyncPolicy
+		ok   bool
+	}{
+		{"always", SyncAlways, true},
+		{"never", SyncNever, true},
+		{"", 0, false},
+		{"commit", 0, false},
+		{"Always", 0, false},
+	} {
+		got, err := ParseSyncPolicy(c.in)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseSyncPolicy(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+		if c.ok && got.String() != c.in {
+			t.Errorf("%v.String() = %q, want %q", got, got.String(), c.in)
+		}
+	}
+}
+
+// TestLocalPutEveryPolicy: whatever the fsync policy, a Put into a new
+// or an existing directory and an overwrite land whole, are listed, and
+// leave no temporary entry behind.
+func TestLocalPutEveryPolicy(t *testing.T) {
+	for _, p := range []SyncPolicy{SyncAlways, SyncNever} {
+		t.Run(p.String(), func(t *testing.T) {
+			ctx := context.Background()
+			root := t.TempDir()
+			l, err := NewLocal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			l.SetSync(p)
+			puts := []struct{ key, data string }{
+				{"a/__fragments/f1/a0.tdb", "one"},
+				{"a/__fragments/f1/a1.tdb", "two"},
+				{"a/__fragments/f1/a0.tdb", "three"},
+				{"a/__commits/f1.wrt", ""},
+			}
+			for _, c := range puts {
+				if err := l.Put(ctx, c.key, []byte(c.data)); err != nil {
+					t.Fatalf("Put %s: %v", c.key, err)
+				}
+			}
+			for key, want := range map[string]string{"a/__fragments/f1/a0.tdb": "three", "a/__fragments/f1/a1.tdb": "two", "a/__commits/f1.wrt": ""} {
+				got, err := l.Get(ctx, key)
+				if err != nil || string(got) != want {
+					t.Errorf("Get %s = %q, %v; want %q", key, got, err, want)
+				}
+			}
+			es, err := l.List(ctx, "a/__fragments/f1")
+			if err != nil || len(es) != 2 {
+				t.Errorf("List = %v, %v; want a0.tdb and a1.tdb", es, err)
+			}
+			des, err := os.ReadDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range des {
+				if strings.HasPrefix(d.Name(), tempPrefix) {
+					t.Errorf("temporary entry %s left at the root", d.Name())
+				}
+			}
+		})
+	}
+}
