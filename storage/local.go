@@ -198,51 +198,65 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("storage: put: %w", err)
 	}
 	dir := path.Dir(key)
-	if dir != "." {
-		staged, err := l.putNewDir(key, data)
-		if err != nil || staged {
-			return err
-		}
-		if err := l.root.MkdirAll(dir, 0o755); err != nil {
-			return l.wrap("put", key, err)
-		}
-	}
-	// The temporary file lives at the root, not beside the key: TileDB
-	// lists an array's __fragments and __commits and fails on names it
-	// cannot parse, so a crash may not leave litter there.
-	tmp := tempName()
-	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// The usual case first: the key's directory exists (every file of a
+	// fragment but its first), and the object is renamed into it.
+	tmp, err := l.writeTemp(key, data)
 	if err != nil {
-		return l.wrap("put", key, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			l.root.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return l.wrap("put", key, err)
-	}
-	if err := l.fsync(f); err != nil {
-		return l.wrap("put", key, err)
-	}
-	if err := f.Close(); err != nil {
-		return l.wrap("put", key, err)
+		return err
 	}
 	if err := ctxErr(ctx, "put", key); err != nil {
 		l.root.Remove(tmp)
-		ok = true
 		return err
 	}
-	if err := l.root.Rename(tmp, key); err != nil {
+	err = l.root.Rename(tmp, key)
+	if err != nil && dir != "." && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+		// The directory is missing: it appears with the object.
+		l.root.Remove(tmp)
+		staged, serr := l.putNewDir(key, data)
+		if serr != nil || staged {
+			return serr
+		}
+		if merr := l.root.MkdirAll(dir, 0o755); merr != nil {
+			return l.wrap("put", key, merr)
+		}
+		var werr error
+		if tmp, werr = l.writeTemp(key, data); werr != nil {
+			return werr
+		}
+		err = l.root.Rename(tmp, key)
+	}
+	if err != nil {
+		l.root.Remove(tmp)
 		return l.wrap("put", key, err)
 	}
-	ok = true
 	// Make the rename itself durable; failure here does not undo the Put.
 	l.syncDir(dir)
 	return nil
+}
+
+// writeTemp writes data into a new temporary file at the root (synced as
+// the policy says) and returns its name; on failure nothing is left.
+// The temporary file lives at the root, not beside the key: TileDB lists
+// an array's __fragments and __commits and fails on names it cannot
+// parse, so a crash may not leave litter there.
+func (l *Local) writeTemp(key string, data []byte) (string, error) {
+	tmp := tempName()
+	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", l.wrap("put", key, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = l.fsync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		l.root.Remove(tmp)
+		return "", l.wrap("put", key, err)
+	}
+	return tmp, nil
 }
 
 // tempName is a fresh name at the root for an object or directory being

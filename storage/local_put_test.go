@@ -1,11 +1,15 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tileflight/tileflight/errkind"
 )
 
 // TestLocalPutMakesDirectoriesWithTheObject: a Put into a new directory
@@ -125,5 +129,70 @@ func TestLocalPutEveryPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPutDir: a directory of objects appears whole, on a local store (one
+// rename) and through the fallback of concurrent Puts (the in-memory
+// store); an existing directory is refused on a local store, and bad file
+// names everywhere.
+func TestPutDir(t *testing.T) {
+	ctx := context.Background()
+	files := []File{{Name: "a0.tdb", Data: []byte("zero")}, {Name: "a1.tdb", Data: []byte{}}, {Name: "__fragment_metadata.tdb", Data: []byte("meta")}}
+	for _, p := range []SyncPolicy{SyncAlways, SyncNever} {
+		t.Run("local/"+p.String(), func(t *testing.T) {
+			root := t.TempDir()
+			l, err := NewLocal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			l.SetSync(p)
+			// The parent (a/__fragments) does not exist yet.
+			if err := PutDir(ctx, l, "a/__fragments/f1", files); err != nil {
+				t.Fatal(err)
+			}
+			checkDir(t, l, "a/__fragments/f1", files)
+			err = PutDir(ctx, l, "a/__fragments/f1", files[:1])
+			if !errors.Is(err, errkind.AlreadyExists) {
+				t.Errorf("PutDir over an existing directory: %v, want AlreadyExists", err)
+			}
+			checkDir(t, l, "a/__fragments/f1", files)
+			des, err := os.ReadDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range des {
+				if strings.HasPrefix(d.Name(), tempPrefix) {
+					t.Errorf("temporary entry %s left at the root", d.Name())
+				}
+			}
+		})
+	}
+	t.Run("mem", func(t *testing.T) {
+		m := NewMem()
+		if err := PutDir(ctx, m, "a/__fragments/f1", files); err != nil {
+			t.Fatal(err)
+		}
+		checkDir(t, m, "a/__fragments/f1", files)
+	})
+	for _, bad := range []string{"", "x/y"} {
+		if err := PutDir(ctx, NewMem(), "a/f", []File{{Name: bad}}); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("PutDir with file name %q: %v, want ErrInvalidPath", bad, err)
+		}
+	}
+}
+
+func checkDir(t *testing.T, st Store, dir string, files []File) {
+	t.Helper()
+	es, err := st.List(context.Background(), dir)
+	if err != nil || len(es) != len(files) {
+		t.Fatalf("List %s = %v, %v; want %d files", dir, es, err, len(files))
+	}
+	for _, f := range files {
+		got, err := st.Get(context.Background(), dir+"/"+f.Name)
+		if err != nil || !bytes.Equal(got, f.Data) {
+			t.Errorf("Get %s/%s = %q, %v; want %q", dir, f.Name, got, err, f.Data)
+		}
 	}
 }

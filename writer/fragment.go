@@ -16,7 +16,6 @@ import (
 	"github.com/tileflight/tileflight/format/pipeline"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/storage"
-	"golang.org/x/sync/errgroup"
 )
 
 // field is one dimension or attribute with everything a fragment needs to
@@ -275,7 +274,7 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 		ft.LastTileCellNum = fr.cellNum[ntiles-1]
 	}
 	fragKey := storage.Join(dir, names.FragmentKey(n))
-	var files []fileBody
+	var files []storage.File
 	for fi, f := range fr.fields {
 		mi := f.metaIdx
 		var fixed, vdata, valid []byte
@@ -313,12 +312,12 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 		ft.FileSizes[mi] = uint64(len(fixed))
 		ft.FileVarSizes[mi] = uint64(len(vdata))
 		ft.FileValiditySizes[mi] = uint64(len(valid))
-		files = append(files, fileBody{f.fixedFile, fixed})
+		files = append(files, storage.File{Name: f.fixedFile, Data: fixed})
 		if f.isVar {
-			files = append(files, fileBody{f.varFile, vdata})
+			files = append(files, storage.File{Name: f.varFile, Data: vdata})
 		}
 		if f.nullable {
-			files = append(files, fileBody{f.validFile, valid})
+			files = append(files, storage.File{Name: f.validFile, Data: valid})
 		}
 		if fr.dense && f.dim {
 			continue
@@ -339,41 +338,14 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 	if err != nil {
 		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
-	files = append(files, fileBody{names.FragmentMetadataFile, b})
-	if err := putFiles(ctx, st, fragKey, files); err != nil {
+	files = append(files, storage.File{Name: names.FragmentMetadataFile, Data: b})
+	// The fragment's files appear together (on a local disk) or at
+	// least concurrently; nothing names the fragment before its commit
+	// object, written after this.
+	if err := storage.PutDir(ctx, st, fragKey, files); err != nil {
 		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
 	return m, nil
-}
-
-// fileBody is one file of a fragment directory and its contents.
-type fileBody struct {
-	name string
-	data []byte
-}
-
-// maxFilePuts bounds the files of one fragment stored at once.
-const maxFilePuts = 8
-
-// putFiles stores the files of one fragment directory: the first alone
-// (it creates the directory), the others concurrently, so that a small
-// fragment waits for about one store round trip (or one file sync on a
-// local disk) after the first instead of one per file. No order among
-// them matters: nothing names the fragment until its commit object, which
-// is written after putFiles returns.
-func putFiles(ctx context.Context, st storage.Store, dir string, files []fileBody) error {
-	if len(files) == 0 {
-		return nil
-	}
-	if err := st.Put(ctx, storage.Join(dir, files[0].name), files[0].data); err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(maxFilePuts)
-	for _, f := range files[1:] {
-		g.Go(func() error { return st.Put(gctx, storage.Join(dir, f.name), f.data) })
-	}
-	return g.Wait()
 }
 
 func zeroLists(num, n int) [][]uint64 {
