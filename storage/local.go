@@ -71,6 +71,9 @@ func (p SyncPolicy) String() string {
 // before the store is shared.
 func (l *Local) SetSync(p SyncPolicy) { l.sync = p }
 
+// SyncPolicy returns the store's SyncPolicy.
+func (l *Local) SyncPolicy() SyncPolicy { return l.sync }
+
 // fsync flushes f when the policy says so.
 func (l *Local) fsync(f *os.File) error {
 	if l.sync == SyncNever {
