@@ -15,9 +15,8 @@ in shuffled order: the writer sorts them.
    connection reused); TileDB: tiledb.open(uri, "w") and one write per
    batch (--tiledb-keep-open: one open for the whole round). Rate = puts/s;
    ratio = median over rounds of flightd rate / TileDB rate (> 1: flightd
-   faster). The client side is timed separately (the same batches written
-   through a DoPut to a daemon-less sink would need a server; instead the
-   time pyarrow takes to serialize a batch is reported as the client bound).
+   faster). The client bound is reported too: how many such batches
+   pyarrow serializes a second into memory (one thread).
 2. Concurrency: --writers threads, each with its own Flight client, put
    into one array; aggregate puts/s against one writer doing the same
    number of puts, interleaved rounds, median ratio.
@@ -33,6 +32,8 @@ Results are appended to benchmarks/RESULTS.md (section "ingest") unless
 
 Usage: python benchmarks/ingest.py --flightd bin/flightd [--puts 1000]
        [--round 50] [--writers 16] [--read-rounds 3] [--out benchmarks/RESULTS.md]
+       [--flightd-arg=-fsync=never]
+A quick run: --puts 100 --round 20 --read-rounds 1 --no-out.
 """
 
 import argparse
