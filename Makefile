@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak ingest-gib
+.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak ingest-gib
 
 all: build
 
@@ -173,6 +173,15 @@ ingest-gib: setup build
 # Aggregates and filters against in-process TileDB (appends to RESULTS.md).
 bench-cond: setup build
 	$(VPY) benchmarks/cond_read.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# Streaming ingest (benchmarks/ingest.py): INGEST_PUTS 10,000-cell sparse
+# DoPuts vs the tiledb package writing the same batches in-process, 16
+# writers vs 1, then a full scan and a 1 % slab over the result before and
+# after compaction; appended to benchmarks/RESULTS.md. INGEST_PUTS=100 is
+# a quick run (INGESTARGS=--no-out keeps RESULTS.md as it is).
+INGEST_PUTS ?= 1000
+bench-ingest: setup build
+	$(VPY) benchmarks/ingest.py --flightd bin/flightd --puts $(INGEST_PUTS) --out benchmarks/RESULTS.md $(INGESTARGS)
 
 clean:
 	rm -rf bin $(FIXTURES)

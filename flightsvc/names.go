@@ -147,6 +147,17 @@ func notFound(name string) error {
 // encrypted, so the key opens encrypted arrays and is ignored by the
 // others, and the opened array's Encrypted field tells which it was.
 func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestamp) (*tdbarray.Array, error) {
+	return s.openArrayOpt(ctx, name, ts, false)
+}
+
+// openForWrite opens name as a write needs it: its schema in force now
+// (decoded schemas come from the metadata cache), not its fragments, so
+// that a DoPut's open does not grow with the fragments the array holds.
+func (s *Service) openForWrite(ctx context.Context, name string) (*tdbarray.Array, error) {
+	return s.openArrayOpt(ctx, name, nil, true)
+}
+
+func (s *Service) openArrayOpt(ctx context.Context, name string, ts *query.Timestamp, schemaOnly bool) (*tdbarray.Array, error) {
 	if err := s.checkName(ctx, name); err != nil {
 		return nil, err
 	}
@@ -160,7 +171,7 @@ func (s *Service) openArray(ctx context.Context, name string, ts *query.Timestam
 		}
 		return a, nil
 	}
-	opt := tdbarray.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache}
+	opt := tdbarray.Options{EncryptionKey: s.cfg.EncryptionKey, Cache: s.cache, SchemaOnly: schemaOnly}
 	if ts != nil {
 		opt.Start, opt.End, opt.EndSet = ts.Start, ts.End, true
 	}

@@ -116,7 +116,7 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	if q.Columns != nil || q.Limit >= 0 || q.BatchRows != 0 || q.Partitions != 0 || q.Compression != "" {
 		return nil, errkind.Errorf(errkind.InvalidArgument, "DoPut to %q: the descriptor may hold only array, subarray, timestamp, layout and stage", q.Array)
 	}
-	a, err := s.openArray(ctx, q.Array, nil)
+	a, err := s.openForWrite(ctx, q.Array)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func New() *Metrics {
 	}, []string{"method", "direction"})
 	m.storeReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "storage_requests_total",
-		Help: "Requests to the storage backend by operation (get, get_range, put, list, delete, delete_prefix, stat) and result (ok, not_found, error).",
+		Help: "Requests to the storage backend by operation (get, get_range, put, put_dir: the files of one new fragment, list, delete, delete_prefix, stat) and result (ok, not_found, error).",
 	}, []string{"op", "result"})
 	m.storeBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "storage_bytes_total",

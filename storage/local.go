@@ -26,6 +26,72 @@ const tempPrefix = ".tfput-"
 type Local struct {
 	root *os.Root
 	dir  string
+	sync SyncPolicy
+}
+
+// SyncPolicy says how far a Local store's Put goes to make an object
+// durable. Every policy keeps Put atomic: an object appears whole under
+// its key (a rename) or not at all, and a Put that returned is seen by
+// every later Get, in this process and any other, also after the writing
+// process is killed (the data is in the kernel's page cache). The
+// policies differ only on a power loss or kernel crash.
+type SyncPolicy int
+
+const (
+	// SyncAlways flushes every object's file to the disk before it is
+	// renamed into place, and its directory after: an object whose Put
+	// returned survives a power loss. The default.
+	SyncAlways SyncPolicy = iota
+	// SyncNever leaves flushing to the kernel (within its dirty-page
+	// writeback, about 30 s on Linux by default): a power loss or kernel
+	// crash may lose the last writes, including ones Put reported done,
+	// and may leave a committed write whose files the disk never got.
+	SyncNever
+)
+
+// ParseSyncPolicy reads "always" or "never".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always":
+		return SyncAlways, nil
+	case "never":
+		return SyncNever, nil
+	}
+	return 0, fmt.Errorf("fsync policy %q: want always or never", s)
+}
+
+func (p SyncPolicy) String() string {
+	if p == SyncNever {
+		return "never"
+	}
+	return "always"
+}
+
+// SetSync sets the store's SyncPolicy (SyncAlways until set). Set it
+// before the store is shared.
+func (l *Local) SetSync(p SyncPolicy) { l.sync = p }
+
+// SyncPolicy returns the store's SyncPolicy.
+func (l *Local) SyncPolicy() SyncPolicy { return l.sync }
+
+// fsync flushes f when the policy says so.
+func (l *Local) fsync(f *os.File) error {
+	if l.sync == SyncNever {
+		return nil
+	}
+	return f.Sync()
+}
+
+// syncDir flushes the directory dir (relative to the root) when the
+// policy says so; a failure does not undo the Put that asked.
+func (l *Local) syncDir(dir string) {
+	if l.sync == SyncNever {
+		return
+	}
+	if d, err := l.root.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 var _ Store = (*Local)(nil)
@@ -135,54 +201,65 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("storage: put: %w", err)
 	}
 	dir := path.Dir(key)
-	if dir != "." {
-		staged, err := l.putNewDir(key, data)
-		if err != nil || staged {
-			return err
-		}
-		if err := l.root.MkdirAll(dir, 0o755); err != nil {
-			return l.wrap("put", key, err)
-		}
-	}
-	// The temporary file lives at the root, not beside the key: TileDB
-	// lists an array's __fragments and __commits and fails on names it
-	// cannot parse, so a crash may not leave litter there.
-	tmp := tempName()
-	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// The usual case first: the key's directory exists (every file of a
+	// fragment but its first), and the object is renamed into it.
+	tmp, err := l.writeTemp(key, data)
 	if err != nil {
-		return l.wrap("put", key, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			l.root.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return l.wrap("put", key, err)
-	}
-	if err := f.Sync(); err != nil {
-		return l.wrap("put", key, err)
-	}
-	if err := f.Close(); err != nil {
-		return l.wrap("put", key, err)
+		return err
 	}
 	if err := ctxErr(ctx, "put", key); err != nil {
 		l.root.Remove(tmp)
-		ok = true
 		return err
 	}
-	if err := l.root.Rename(tmp, key); err != nil {
+	err = l.root.Rename(tmp, key)
+	if err != nil && dir != "." && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+		// The directory is missing: it appears with the object.
+		l.root.Remove(tmp)
+		staged, serr := l.putNewDir(key, data)
+		if serr != nil || staged {
+			return serr
+		}
+		if merr := l.root.MkdirAll(dir, 0o755); merr != nil {
+			return l.wrap("put", key, merr)
+		}
+		var werr error
+		if tmp, werr = l.writeTemp(key, data); werr != nil {
+			return werr
+		}
+		err = l.root.Rename(tmp, key)
+	}
+	if err != nil {
+		l.root.Remove(tmp)
 		return l.wrap("put", key, err)
 	}
-	ok = true
 	// Make the rename itself durable; failure here does not undo the Put.
-	if d, err := l.root.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	l.syncDir(dir)
 	return nil
+}
+
+// writeTemp writes data into a new temporary file at the root (synced as
+// the policy says) and returns its name; on failure nothing is left.
+// The temporary file lives at the root, not beside the key: TileDB lists
+// an array's __fragments and __commits and fails on names it cannot
+// parse, so a crash may not leave litter there.
+func (l *Local) writeTemp(key string, data []byte) (string, error) {
+	tmp := tempName()
+	f, err := l.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", l.wrap("put", key, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = l.fsync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		l.root.Remove(tmp)
+		return "", l.wrap("put", key, err)
+	}
+	return tmp, nil
 }
 
 // tempName is a fresh name at the root for an object or directory being
@@ -249,7 +326,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = l.fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -262,10 +339,7 @@ func (l *Local) putNewDir(key string, data []byte) (bool, error) {
 		return false, nil
 	}
 	ok = true
-	if d, err := l.root.Open(parent); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	l.syncDir(parent)
 	return true, nil
 }
 

@@ -47,6 +47,12 @@ type Options struct {
 	// Cache, when set, keeps decoded schemas and fragment metadata across
 	// Opens (directory listings are always read anew).
 	Cache *Cache
+	// SchemaOnly opens the schemas and nothing else: Fragments and View
+	// stay empty. A write needs no more, and its cost then does not grow
+	// with the fragments the array holds (the commits and fragments are
+	// neither listed nor resolved). The schema directory is still listed,
+	// so a schema evolved since the last Open is seen.
+	SchemaOnly bool
 }
 
 // Array is an opened array.
@@ -143,6 +149,9 @@ func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Arra
 	}
 	if err := a.loadSchemas(ctx, root); err != nil {
 		return nil, fmt.Errorf("array %s: %w", dir, err)
+	}
+	if opt.SchemaOnly {
+		return a, nil
 	}
 	if err := a.resolve(ctx, root, opt.FullOverlapOnly); err != nil {
 		return nil, fmt.Errorf("array %s: %w", dir, err)

@@ -3,6 +3,7 @@ package tdbarray
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -188,5 +189,62 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 	}
 	if after := m.MemoryBytes(); after <= before {
 		t.Errorf("loading tile offsets left the estimate at %d bytes (before %d)", after, before)
+	}
+}
+
+// A SchemaOnly Open (what a write needs) reads no commit, fragment list or
+// fragment metadata, serves the schema from the cache, and sees a schema
+// evolved since the previous Open.
+func TestSchemaOnlyOpen(t *testing.T) {
+	ctx := context.Background()
+	mem := storage.NewMem()
+	s, err := schema.FromJSON([]byte(`{"type":"sparse","dimensions":[{"name":"x","type":"int64","domain":[0,1000],"tile":10}],
+		"attributes":[{"name":"v","type":"int64"}],"enumerations":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CreateArray(ctx, mem, "a", s); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = writer.LoadSchema(ctx, mem, "a"); err != nil {
+		t.Fatal(err)
+	}
+	writeSparse(t, mem, s, 10, 1, 2, 3)
+	writeSparse(t, mem, s, 20, 4, 5)
+
+	// After a first Open, listing or reading anything under __fragments
+	// or __commits fails, and so does reading a schema file.
+	sw := &errorfs.Switch{Inj: errorfs.FailMatching(errorfs.Reads, func(k string) bool {
+		return strings.Contains(k, "__fragments") || strings.Contains(k, "__commits") || strings.Contains(k, "/__schema/")
+	})}
+	st := errorfs.Wrap(mem, sw)
+	cache := NewCache(0)
+	if _, err := Open(ctx, st, "a", Options{Cache: cache, SchemaOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	sw.Set(true)
+	a, err := Open(ctx, st, "a", Options{Cache: cache, SchemaOnly: true})
+	if err != nil {
+		t.Fatalf("schema-only open read more than the listings of the array and its schemas: %v", err)
+	}
+	if a.Schema == nil || a.Schema.Name != s.Name || len(a.Fragments) != 0 {
+		t.Fatalf("schema-only open: schema %v, %d fragments; want %s and none", a.Schema, len(a.Fragments), s.Name)
+	}
+	if _, err := Open(ctx, st, "a", Options{Cache: cache}); err == nil {
+		t.Fatal("a full open read no fragment: the injected failure did not bite")
+	}
+	sw.Set(false)
+
+	// An evolution adds a schema file: the next SchemaOnly Open has it.
+	evolved, err := writer.EvolveSchema(ctx, mem, "a", []json.RawMessage{json.RawMessage(`{"name": "w", "type": "int32"}`)}, nil, 30, writer.ArrayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, st, "a", Options{Cache: cache, SchemaOnly: true, End: 40, EndSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Schema.Name != evolved.Name || b.Schema.AttributeIndex("w") < 0 {
+		t.Fatalf("after the evolution: schema %s, want %s with attribute w", b.Schema.Name, evolved.Name)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -156,4 +158,106 @@ func BenchmarkDenseStream256MiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// smallPutBatch is one 10,000-cell put of benchmarks/ingest.py: sensor x,
+// time y, v float64, w int32, s a short string, in shuffled order.
+func smallPutBatch(k int) arrow.RecordBatch {
+	const n = 10_000
+	rng := rand.New(rand.NewPCG(uint64(k), 7))
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "y", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v", Type: arrow.PrimitiveTypes.Float64}, {Name: "w", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	for _, j := range rng.Perm(n) {
+		id := int64(k*n + j)
+		b.Field(0).(*array.Int64Builder).Append(id % 1000)
+		b.Field(1).(*array.Int64Builder).Append(id / 1000)
+		b.Field(2).(*array.Float64Builder).Append(rng.Float64())
+		b.Field(3).(*array.Int32Builder).Append(int32(rng.IntN(2000) - 1000))
+		b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("r%d", id%9973))
+	}
+	return b.NewRecordBatch()
+}
+
+const smallPutSchema = `{"type": "sparse", "capacity": 10000,
+ "dimensions": [{"name": "x", "type": "int64", "domain": [0, 999], "tile": 100},
+                {"name": "y", "type": "int64", "domain": [0, 1099511627775], "tile": 10000}],
+ "attributes": [{"name": "v", "type": "float64"}, {"name": "w", "type": "int32"},
+                {"name": "s", "type": "string_ascii", "cell_val_num": "var"}]}`
+
+func localStore(p storage.SyncPolicy) func(b *testing.B) storage.Store {
+	return func(b *testing.B) storage.Store {
+		st, err := storage.NewLocal(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.SetSync(p)
+		return st
+	}
+}
+
+// BenchmarkSmallSparsePut is one DoPut of benchmarks/ingest.py without
+// the network: a 10,000-cell Arrow batch through a SparseWriter and its
+// commit, into memory and into a local directory (each file synced, or
+// none). One op = one put = one fragment.
+func BenchmarkSmallSparsePut(b *testing.B) {
+	recs := make([]arrow.RecordBatch, 16)
+	for i := range recs {
+		recs[i] = smallPutBatch(i)
+	}
+	stores := []struct {
+		name string
+		open func(b *testing.B) storage.Store
+	}{
+		{"mem", func(*testing.B) storage.Store { return storage.NewMem() }},
+		{"local-fsync-always", localStore(storage.SyncAlways)},
+		{"local-fsync-never", localStore(storage.SyncNever)},
+	}
+	for _, sc := range stores {
+		b.Run(sc.name, func(b *testing.B) {
+			st := sc.open(b)
+			s, err := schema.FromJSON([]byte(smallPutSchema))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := CreateArray(ctx, st, "a", s); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				// Distinct timestamps keep the fragments apart; the cells
+				// repeat, which a sparse array takes as updates.
+				w, err := NewSparseWriter(ctx, st, "a", s, Options{Timestamp: uint64(i + 1)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Append(recs[i%len(recs)]); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := w.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+			// On a shared machine the process's CPU time (user + system)
+			// per put is steadier than the wall time.
+			b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime is the process's CPU time so far (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

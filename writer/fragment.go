@@ -274,6 +274,7 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 		ft.LastTileCellNum = fr.cellNum[ntiles-1]
 	}
 	fragKey := storage.Join(dir, names.FragmentKey(n))
+	var files []storage.File
 	for fi, f := range fr.fields {
 		mi := f.metaIdx
 		var fixed, vdata, valid []byte
@@ -311,18 +312,12 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 		ft.FileSizes[mi] = uint64(len(fixed))
 		ft.FileVarSizes[mi] = uint64(len(vdata))
 		ft.FileValiditySizes[mi] = uint64(len(valid))
-		if err := st.Put(ctx, storage.Join(fragKey, f.fixedFile), fixed); err != nil {
-			return nil, fmt.Errorf("fragment %s: %w", n, err)
-		}
+		files = append(files, storage.File{Name: f.fixedFile, Data: fixed})
 		if f.isVar {
-			if err := st.Put(ctx, storage.Join(fragKey, f.varFile), vdata); err != nil {
-				return nil, fmt.Errorf("fragment %s: %w", n, err)
-			}
+			files = append(files, storage.File{Name: f.varFile, Data: vdata})
 		}
 		if f.nullable {
-			if err := st.Put(ctx, storage.Join(fragKey, f.validFile), valid); err != nil {
-				return nil, fmt.Errorf("fragment %s: %w", n, err)
-			}
+			files = append(files, storage.File{Name: f.validFile, Data: valid})
 		}
 		if fr.dense && f.dim {
 			continue
@@ -343,7 +338,11 @@ func (fr *fragment) writeOuts(ctx context.Context, st storage.Store, dir string,
 	if err != nil {
 		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
-	if err := st.Put(ctx, storage.Join(fragKey, names.FragmentMetadataFile), b); err != nil {
+	files = append(files, storage.File{Name: names.FragmentMetadataFile, Data: b})
+	// The fragment's files appear together (on a local disk) or at
+	// least concurrently; nothing names the fragment before its commit
+	// object, written after this.
+	if err := storage.PutDir(ctx, st, fragKey, files); err != nil {
 		return nil, fmt.Errorf("fragment %s: %w", n, err)
 	}
 	return m, nil

@@ -90,6 +90,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	vacuumGrace     time.Duration
 	tempGrace       time.Duration
+	fsync           string
 	s3              s3Flags
 	advertise       string
 	peers           string
@@ -156,6 +157,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.jwtAudience, "jwt-audience", "", "an \"aud\" a JWT must carry (empty: any)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
 	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
+	fs.StringVar(&c.fsync, "fsync", "always", "local -data only: always (every file a write stores is flushed to the disk before the write is acknowledged: it survives a power loss) or never (files are left to the kernel's writeback: a write stays whole or absent and survives the daemon being killed, but a power loss or kernel crash may lose the last acknowledged writes)")
 	fs.DurationVar(&c.tempGrace, "temp-grace", 10*time.Minute, "startup and every vacuum remove the hidden .tfput-* entries (staged writes, dropped arrays) that a killed process left in a local -data, once untouched this long; a running process's are never removed")
 	c.s3.register(fs)
 	fs.StringVar(&c.advertise, "advertise", "", "this node's URL for clients, grpc://HOST:PORT (grpc+tls:// with TLS); turns on cluster locations in GetFlightInfo")
@@ -220,6 +222,9 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("-log-format %q: want json or console", c.logFormat)
 	}
+	if _, err := storage.ParseSyncPolicy(c.fsync); err != nil {
+		return nil, fmt.Errorf("-fsync: %w", err)
+	}
 	return c, nil
 }
 
@@ -282,6 +287,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return fmt.Errorf("-data %s: %w", c.data, err)
 	}
 	defer closeStore()
+	if err := setFsync(store, c.fsync); err != nil {
+		return err
+	}
 	// What a killed daemon was writing (or dropping) when it died.
 	if tc, ok := store.(storage.TempCleaner); ok {
 		got, err := tc.CleanTemp(ctx, c.tempGrace)

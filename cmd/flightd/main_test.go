@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/transport/sendconn"
 )
 
@@ -23,10 +24,13 @@ func TestFlagsWithEnvironmentFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.data != "/env/data" || c.listen != "127.0.0.1:2" || c.logFormat != "json" {
+	if c.data != "/env/data" || c.listen != "127.0.0.1:2" || c.logFormat != "json" || c.fsync != "always" {
 		t.Fatalf("%+v", c)
 	}
-	for _, bad := range [][]string{{"-log-format", "xml"}, {"-tls-cert", "c.pem"}, {"stray"}} {
+	if c, err := parseServeFlags([]string{"-fsync", "never"}, &bytes.Buffer{}, getenv); err != nil || c.fsync != "never" {
+		t.Fatalf("-fsync never: %+v %v", c, err)
+	}
+	for _, bad := range [][]string{{"-log-format", "xml"}, {"-tls-cert", "c.pem"}, {"stray"}, {"-fsync", "sometimes"}, {"-fsync", ""}} {
 		if _, err := parseServeFlags(bad, &bytes.Buffer{}, getenv); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -151,5 +155,27 @@ func TestZeroCopySendFlag(t *testing.T) {
 		if code := <-done; code != 0 {
 			t.Fatalf("exit %d: %s", code, logs.String())
 		}
+	}
+}
+
+// TestSetFsync: -fsync reaches a local store and an unknown policy is
+// refused.
+func TestSetFsync(t *testing.T) {
+	l, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.SyncPolicy() != storage.SyncAlways {
+		t.Fatalf("a new local store syncs %v, want always", l.SyncPolicy())
+	}
+	if err := setFsync(l, "never"); err != nil || l.SyncPolicy() != storage.SyncNever {
+		t.Fatalf("setFsync never: %v, policy %v", err, l.SyncPolicy())
+	}
+	if err := setFsync(l, "later"); err == nil || l.SyncPolicy() != storage.SyncNever {
+		t.Errorf("-fsync later: %v, policy %v", err, l.SyncPolicy())
+	}
+	if err := setFsync(storage.NewMem(), "always"); err != nil {
+		t.Errorf("a store without a policy: %v", err)
 	}
 }

@@ -92,3 +92,16 @@ func openArrayPath(ctx context.Context, p string, f *s3Flags) (storage.Store, st
 	}
 	return st, filepath.Base(abs), func() { st.Close() }, nil
 }
+
+// setFsync applies -fsync to a local data directory (an S3 store's
+// objects are durable once written, whatever the flag).
+func setFsync(st storage.Store, policy string) error {
+	p, err := storage.ParseSyncPolicy(policy)
+	if err != nil {
+		return fmt.Errorf("-fsync: %w", err)
+	}
+	if l, ok := st.(*storage.Local); ok {
+		l.SetSync(p)
+	}
+	return nil
+}
