@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -426,8 +427,12 @@ func (d *Reader) slices() [][]piece {
 
 // generate calls emit with every chunk in result order until it returns
 // false.
-func (d *Reader) generate(emit func(*Chunk) bool) {
+func (d *Reader) generate(emit0 func(*Chunk) bool) {
 	all := d.slices()
+	// Every chunk the paths below cut is bounded by d.chunkCells: one row
+	// of the subarray, or one space tile's part, can be far more than the
+	// budget (many overlapping ranges), and is then cut further.
+	emit := func(c *Chunk) bool { return d.splitChunk(c, emit0) }
 	switch d.p.Layout {
 	case query.LayoutRowMajor, query.LayoutColMajor:
 		rowMaj := d.p.Layout == query.LayoutRowMajor
@@ -441,6 +446,93 @@ func (d *Reader) generate(emit func(*Chunk) bool) {
 	default:
 		d.generateGlobal(all, emit)
 	}
+}
+
+// cells is the number of cells of the cross product of dims (saturating
+// at 2^63).
+func cells(dims [][]piece) uint64 {
+	n := uint64(1)
+	for _, ps := range dims {
+		hi, lo := bits.Mul64(n, count(ps))
+		if hi != 0 || lo > 1<<63 {
+			return 1 << 63
+		}
+		n = lo
+	}
+	return n
+}
+
+// splitChunk emits c, or when it has more than d.chunkCells cells, the
+// consecutive parts of its result (in its own order) that have at most
+// that many: the slowest dimension is cut into runs of coordinates, and
+// when one coordinate of it is still too many cells, each coordinate is
+// cut along the next dimension, and so on. It returns false when emit
+// does.
+func (d *Reader) splitChunk(c *Chunk, emit func(*Chunk) bool) bool {
+	if cells(c.dims) <= d.chunkCells {
+		return emit(c)
+	}
+	nd := len(c.dims)
+	ord := make([]int, nd) // slowest first
+	for k := range ord {
+		ord[k] = k
+		if !c.rowMaj {
+			ord[k] = nd - 1 - k
+		}
+	}
+	return d.splitLevel(c, slices.Clone(c.dims), ord, 0, emit)
+}
+
+func (d *Reader) splitLevel(c *Chunk, dims [][]piece, ord []int, level int, emit func(*Chunk) bool) bool {
+	dim := ord[level]
+	inner := uint64(1)
+	for _, o := range ord[level+1:] {
+		inner = cells([][]piece{{{n: inner}}, dims[o]})
+	}
+	out := func(ps []piece) bool {
+		part := slices.Clone(dims)
+		part[dim] = ps
+		return emit(&Chunk{dims: part, rowMaj: c.rowMaj})
+	}
+	if inner > d.chunkCells {
+		// One coordinate of dim is too many cells: each is a chunk of its
+		// own, cut further along the next dimension.
+		for _, p := range dims[dim] {
+			for k := uint64(0); k < p.n; k++ {
+				if d.bg.Err() != nil {
+					return false
+				}
+				dims[dim] = []piece{{off: p.off + k, n: 1}}
+				if !d.splitLevel(c, slices.Clone(dims), ord, level+1, emit) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	rows := max(1, d.chunkCells/inner)
+	var cur []piece
+	have := uint64(0)
+	for _, p := range dims[dim] {
+		off, left := p.off, p.n
+		for left > 0 {
+			n := min(left, rows-have)
+			cur = append(cur, piece{off: off, n: n})
+			have += n
+			off += n
+			left -= n
+			if have == rows {
+				if !out(cur) {
+					return false
+				}
+				cur, have = nil, 0
+			}
+		}
+	}
+	if have > 0 {
+		return out(cur)
+	}
+	return true
 }
 
 func count(ps []piece) uint64 {
