@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
@@ -192,6 +193,8 @@ type Chunk struct {
 	// answered: the aggregates took the chunk from tile statistics; it
 	// has no columns.
 	answered bool
+	// charge is what the chunk's columns hold of the budget (Reader.hold).
+	charge int64
 	err      error
 	done     chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
@@ -244,7 +247,13 @@ type Reader struct {
 	opt    base.Options
 
 	chunkCells uint64
-	window     int // tiles one chunk loads at once
+	rowBytes   uint64 // what a chunk's cell is charged (all its columns)
+	dimBytes   uint64 // the same, of its dimension columns alone
+	window     int    // tiles one chunk loads at once
+	// held is what the chunks built and not yet passed hold of the
+	// budget (Loader.Hold); last is the chunk NextChunk returned last.
+	held atomic.Int64
+	last *Chunk
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -331,7 +340,11 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 		}
 	}
 	rowBytes := uint64(1)
+	dimBytes := uint64(0)
 	for _, f := range fields {
+		if f.Role == arrowconv.Dimension && !f.IsVar() {
+			dimBytes += uint64(f.CellSize())
+		}
 		if f.IsVar() {
 			rowBytes += 16
 		} else {
@@ -344,6 +357,7 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 	target := uint64(opt.MemoryBudget) / uint64(2*(opt.Workers+2))
 	target = max(256<<10, min(target, 64<<20))
 	d.chunkCells = max(1, target/rowBytes)
+	d.rowBytes, d.dimBytes = rowBytes, dimBytes
 	for _, f := range fields[:d.nout] {
 		d.builders = append(d.builders, arrowconv.NewColumnBuilder(f))
 	}
@@ -831,7 +845,35 @@ func (d *Reader) NextChunk(ctx context.Context) (*Chunk, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
+	d.passLast()
+	d.last = c
 	return c, nil
+}
+
+// hold charges n bytes of chunk c's columns to the read's budget,
+// waiting for room until the consumer waits for c.
+func (d *Reader) hold(ctx context.Context, c *Chunk, n int64) error {
+	if err := d.loader.Hold(ctx, n, c.need); err != nil {
+		return err
+	}
+	c.charge += n
+	d.held.Add(n)
+	return nil
+}
+
+// unhold gives back n bytes hold charged.
+func (d *Reader) unhold(n int64) {
+	d.held.Add(-n)
+	d.loader.Unhold(n)
+}
+
+// passLast gives back the charge of the chunk NextChunk returned last: its
+// consumer is done with it.
+func (d *Reader) passLast() {
+	if d.last != nil {
+		d.unhold(d.last.charge)
+		d.last = nil
+	}
 }
 
 // sliceCol returns cells [i, j) of a built column of n cells.
@@ -869,4 +911,8 @@ func (d *Reader) finish() {
 func (d *Reader) Close() {
 	d.finish()
 	d.wg.Wait()
+	// Nothing is built any more: what is still charged (chunks built
+	// ahead and never passed) is given back.
+	d.last = nil
+	d.unhold(d.held.Load())
 }

@@ -212,6 +212,18 @@ func (d *Reader) build(ctx context.Context, c *Chunk) error {
 	}
 	c.cols = make([]colData, len(d.fields))
 	regs := d.regions(c)
+	// The chunk's columns are charged to the read's budget before they
+	// are built; a whole tile handed on as it is (wrapTile) stays charged
+	// as the loader charged it, and only its dimension columns are new.
+	charge := int64(c.n) * int64(d.rowBytes)
+	if c.full && len(regs) == 1 && d.prog == nil {
+		if list, fill := d.paintList(&regs[0]); !fill && len(list) == 1 {
+			charge = int64(c.n) * int64(d.dimBytes)
+		}
+	}
+	if err := d.hold(ctx, c, charge); err != nil {
+		return err
+	}
 	if d.prog != nil {
 		if err := d.pruneTiles(c, &l, regs); err != nil {
 			return err
