@@ -266,6 +266,9 @@ type Reader struct {
 	builders []*arrowconv.ColumnBuilder
 	done     bool
 
+	// noGlobal: the subarray crosses too many space tiles to be planned
+	// in global order (see tileParts).
+	noGlobal bool
 	// nout is the number of output columns: fields beyond them are the
 	// attributes only the filter reads.
 	nout int
@@ -382,6 +385,18 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 	if tileBytes > 0 {
 		d.window = int(max(1, min(int64(d.window), loader.MaxWorkingSet()/tileBytes)))
 	}
+	// The global order is planned per dimension by space tile (tileSplit):
+	// a part per range and tile it crosses. When they are too many for the
+	// budget, a row-major read (or aggregates, whose order is free) takes
+	// the ordered path, which plans as it goes; a global read is refused.
+	if n, most := tileParts(d.slices(), g.ext), max(1<<16, opt.MemoryBudget/128); n > uint64(most) {
+		d.noGlobal = true
+		if p.Layout != query.LayoutRowMajor && p.Layout != query.LayoutColMajor && !agg {
+			return nil, errkind.Errorf(errkind.ResourceExhausted,
+				"array %s: the subarray's ranges cross %d space tiles, more than the %d a read in global layout may plan with a memory budget of %d: merge the ranges, raise -memory-budget, or read in row-major layout",
+				p.Array.Dir, n, most, opt.MemoryBudget)
+		}
+	}
 	d.bg, d.cancel = context.WithCancel(ctx)
 	ahead := opt.Workers + 2
 	d.ordered = make(chan *Chunk, ahead)
@@ -447,10 +462,12 @@ func (d *Reader) generate(emit0 func(*Chunk) bool) {
 	// of the subarray, or one space tile's part, can be far more than the
 	// budget (many overlapping ranges), and is then cut further.
 	emit := func(c *Chunk) bool { return d.splitChunk(c, emit0) }
-	switch d.p.Layout {
-	case query.LayoutRowMajor, query.LayoutColMajor:
+	switch {
+	case d.noGlobal && d.agg:
+		d.generateOrdered(all, true, emit)
+	case d.p.Layout == query.LayoutRowMajor, d.p.Layout == query.LayoutColMajor:
 		rowMaj := d.p.Layout == query.LayoutRowMajor
-		if d.orderIsGlobal(all, rowMaj) {
+		if !d.noGlobal && d.orderIsGlobal(all, rowMaj) {
 			// Same cells in the same order: global chunks are whole
 			// tiles, which are handed to Arrow without a copy.
 			d.generateGlobal(all, emit)
@@ -549,6 +566,25 @@ func (d *Reader) splitLevel(c *Chunk, dims [][]piece, ord []int, level int, emit
 	return true
 }
 
+// tileParts is the number of (range, space tile) parts the global order
+// plans the subarray with (see tileSplit), saturating at 2^63.
+func tileParts(all [][]piece, ext []uint64) uint64 {
+	n := uint64(0)
+	for i, ps := range all {
+		for _, p := range ps {
+			if p.n == 0 {
+				continue
+			}
+			t := (p.off+p.n-1)/ext[i] - p.off/ext[i] + 1
+			if t >= 1<<63-n {
+				return 1 << 63
+			}
+			n += t
+		}
+	}
+	return n
+}
+
 func count(ps []piece) uint64 {
 	n := uint64(0)
 	for _, p := range ps {
@@ -614,27 +650,10 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 	// Consecutive coordinates in one space tile row (a group) share their
 	// tiles: a chunk takes whole groups, so that no tile is loaded by two
 	// chunks, unless a group is well beyond the chunk target; then it is
-	// cut, and its tiles are loaded once per part.
-	var groups [][]piece
-	for _, p := range all[slow] {
-		off, left := p.off, p.n
-		for left > 0 {
-			n := min(left, ext-off%ext)
-			k := len(groups) - 1
-			if k >= 0 {
-				last := groups[k][len(groups[k])-1]
-				if last.off/ext == off/ext && last.off+last.n <= off {
-					groups[k] = append(groups[k], piece{off: off, n: n})
-					off += n
-					left -= n
-					continue
-				}
-			}
-			groups = append(groups, []piece{{off: off, n: n}})
-			off += n
-			left -= n
-		}
-	}
+	// cut, and its tiles are loaded once per part. Groups are formed as
+	// the pieces are walked, never all at once: a range may cross more
+	// tiles than memory holds.
+	var grp []piece
 	var cur []piece
 	curRows := uint64(0)
 	flush := func() bool {
@@ -647,17 +666,17 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 		cur, curRows = nil, 0
 		return emit(&Chunk{dims: dims, rowMaj: rowMaj})
 	}
-	for _, grp := range groups {
+	take := func() bool {
 		gr := count(grp)
 		if curRows > 0 && curRows+gr > rows {
 			if !flush() {
-				return
+				return false
 			}
 		}
 		if gr <= 2*rows {
 			cur = append(cur, grp...)
 			curRows += gr
-			continue
+			return true
 		}
 		for _, p := range grp {
 			off, left := p.off, p.n
@@ -668,10 +687,30 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 				off += n
 				left -= n
 				if curRows >= rows && !flush() {
-					return
+					return false
 				}
 			}
 		}
+		return true
+	}
+	for _, p := range all[slow] {
+		off, left := p.off, p.n
+		for left > 0 {
+			n := min(left, ext-off%ext)
+			if k := len(grp) - 1; k >= 0 && grp[k].off/ext == off/ext && grp[k].off+grp[k].n <= off {
+				grp = append(grp, piece{off: off, n: n})
+			} else {
+				if len(grp) > 0 && !take() {
+					return
+				}
+				grp = []piece{{off: off, n: n}}
+			}
+			off += n
+			left -= n
+		}
+	}
+	if len(grp) > 0 && !take() {
+		return
 	}
 	flush()
 }
