@@ -195,8 +195,8 @@ type Chunk struct {
 	answered bool
 	// charge is what the chunk's columns hold of the budget (Reader.hold).
 	charge int64
-	err      error
-	done     chan struct{}
+	err    error
+	done   chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
 	// everything else waits for always completes.
