@@ -278,7 +278,7 @@ func TestGlobalPlanRefused(t *testing.T) {
 	st := rangeArray(t)
 	rs := make([][2]int, 40000)
 	for i := range rs {
-		rs[i] = [2]int{i % 128, 255}
+		rs[i] = [2]int{127 - i%2, 128}
 	}
 	sub, _ := json.Marshal(map[string]any{"x": rs, "y": [][2]int{{7, 7}}})
 	opt := reader.Options{MemoryBudget: 4 << 20, Workers: 2}
