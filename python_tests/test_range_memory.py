@@ -83,7 +83,7 @@ CASES = [
 
 
 def test_many_ranges_within_budget_and_cancelled(flightd_bin, data):
-    """Each many-range read runs until its 1.5 s deadline: the daemon's
+    """Each many-range read runs until its 1.5 s deadline (or its end): the daemon's
     RSS (sampled every 10 ms) stays under its idle RSS plus the budget
     plus OVERHEAD_MIB; the call ends DEADLINE_EXCEEDED, the server logs
     its end within 100 ms (+ SLACK) of the deadline, and from then on the
@@ -129,7 +129,10 @@ def test_many_ranges_within_budget_and_cancelled(flightd_bin, data):
                 time.sleep(0.01)
             stop.set()
             th.join()
-            assert code == "DEADLINE_EXCEEDED", (label, code, rows)
+            # A sparse read returns each cell once however many ranges
+            # hold it, and may end before its deadline; a dense one lists
+            # every range's cells, far more than 1.5 s can send.
+            assert code == "DEADLINE_EXCEEDED" or (code == "OK" and q["array"] == "sparse"), (label, code, rows)
             last_cpu = max((s[0] for a, s in zip(samples, samples[1:]) if s[1] > a[1]), default=0.0)
             late_cpu = samples[-1][1] - next(s[1] for s in samples if s[0] >= 0.1 + SLACK)
             rss_at = next(s[2] for s in samples if s[0] >= 0.1 + SLACK)
