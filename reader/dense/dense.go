@@ -493,14 +493,17 @@ func cells(dims [][]piece) uint64 {
 	return n
 }
 
-// splitChunk emits c, or when it has more than d.chunkCells cells, the
-// consecutive parts of its result (in its own order) that have at most
-// that many: the slowest dimension is cut into runs of coordinates, and
-// when one coordinate of it is still too many cells, each coordinate is
-// cut along the next dimension, and so on. It returns false when emit
-// does.
+// splitChunk emits c, or when it has more than d.chunkCells cells (and
+// is not a whole space tile), the consecutive parts of its result (in
+// its own order) that have at most that many: the slowest dimension is
+// cut into runs of coordinates, and when one coordinate of it is still
+// too many cells, each coordinate is cut along the next dimension, and
+// so on. It returns false when emit does.
 func (d *Reader) splitChunk(c *Chunk, emit func(*Chunk) bool) bool {
-	if cells(c.dims) <= d.chunkCells {
+	// A whole space tile is left whole, whatever its size: it is handed
+	// on without a copy when one fragment wrote it, and its size is
+	// bounded already (loader.CheckWorkingSet in newReader).
+	if c.full || cells(c.dims) <= d.chunkCells {
 		return emit(c)
 	}
 	nd := len(c.dims)
