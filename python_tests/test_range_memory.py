@@ -24,7 +24,7 @@ BUDGET_MIB = 64
 # (it runs at GOGC=50: up to half the live heap again as garbage), the
 # batches being encoded and sent, gRPC's buffers, and one chunk and the
 # working set the consumer's chunk may take past the budget.
-OVERHEAD_MIB = 96
+OVERHEAD_MIB = 128
 DEADLINE = 1.5
 # The server ends a call within ~100 ms of its deadline; this much more is
 # allowed for what measuring adds (10 ms samples, the kernel's 10 ms CPU
