@@ -512,7 +512,7 @@ func NewReader(ctx context.Context, p *plan.Plan, opt base.Options) (*Reader, er
 		}
 		ifields = append(ifields, f)
 	}
-	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey})
+	loader := tileio.NewLoader(p.Array, tileio.Options{MemoryBudget: opt.MemoryBudget, MaxWorkingSet: opt.MaxWorkingSet, EncryptionKey: opt.EncryptionKey, Meter: opt.Meter})
 	idx := func(name string) int {
 		for i, c := range inner.Columns {
 			if c == name {

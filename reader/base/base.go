@@ -46,6 +46,9 @@ type Options struct {
 	// (arrowconv.Field.SameBytes) filtered by zstd alone, in reads without
 	// a filter or a limit. Every other batch is as without it.
 	ZstdPassThrough bool
+	// Meter, when set, counts the decoded bytes the read holds (tiles and
+	// the chunks a dense read builds), for tests and benchmarks.
+	Meter *tileio.Meter
 }
 
 // FieldFor describes dimension or attribute name of s for arrowconv. An

@@ -15,9 +15,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowarray "github.com/apache/arrow-go/v18/arrow/array"
@@ -191,8 +193,10 @@ type Chunk struct {
 	// answered: the aggregates took the chunk from tile statistics; it
 	// has no columns.
 	answered bool
-	err      error
-	done     chan struct{}
+	// charge is what the chunk's columns hold of the budget (Reader.hold).
+	charge int64
+	err    error
+	done   chan struct{}
 	// need is closed when the consumer waits for the chunk: its tiles are
 	// then loaded without waiting for room in the budget, so the chunk
 	// everything else waits for always completes.
@@ -243,7 +247,13 @@ type Reader struct {
 	opt    base.Options
 
 	chunkCells uint64
-	window     int // tiles one chunk loads at once
+	rowBytes   uint64 // what a chunk's cell is charged (all its columns)
+	dimBytes   uint64 // the same, of its dimension columns alone
+	window     int    // tiles one chunk loads at once
+	// held is what the chunks built and not yet passed hold of the
+	// budget (Loader.Hold); last is the chunk NextChunk returned last.
+	held atomic.Int64
+	last *Chunk
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -256,6 +266,9 @@ type Reader struct {
 	builders []*arrowconv.ColumnBuilder
 	done     bool
 
+	// noGlobal: the subarray crosses too many space tiles to be planned
+	// in global order (see tileParts).
+	noGlobal bool
 	// nout is the number of output columns: fields beyond them are the
 	// attributes only the filter reads.
 	nout int
@@ -330,7 +343,11 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 		}
 	}
 	rowBytes := uint64(1)
+	dimBytes := uint64(0)
 	for _, f := range fields {
+		if f.Role == arrowconv.Dimension && !f.IsVar() {
+			dimBytes += uint64(f.CellSize())
+		}
 		if f.IsVar() {
 			rowBytes += 16
 		} else {
@@ -343,6 +360,7 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 	target := uint64(opt.MemoryBudget) / uint64(2*(opt.Workers+2))
 	target = max(256<<10, min(target, 64<<20))
 	d.chunkCells = max(1, target/rowBytes)
+	d.rowBytes, d.dimBytes = rowBytes, dimBytes
 	for _, f := range fields[:d.nout] {
 		d.builders = append(d.builders, arrowconv.NewColumnBuilder(f))
 	}
@@ -366,6 +384,18 @@ func newReader(ctx context.Context, p *plan.Plan, fields []arrowconv.Field, sch 
 	d.window = max(1, opt.Workers)
 	if tileBytes > 0 {
 		d.window = int(max(1, min(int64(d.window), loader.MaxWorkingSet()/tileBytes)))
+	}
+	// The global order is planned per dimension by space tile (tileSplit):
+	// a part per range and tile it crosses. When they are too many for the
+	// budget, a row-major read (or aggregates, whose order is free) takes
+	// the ordered path, which plans as it goes; a global read is refused.
+	if n, most := tileParts(d.slices(), g.ext), max(1<<16, opt.MemoryBudget/128); n > uint64(most) {
+		d.noGlobal = true
+		if p.Layout != query.LayoutRowMajor && p.Layout != query.LayoutColMajor && !agg {
+			return nil, errkind.Errorf(errkind.ResourceExhausted,
+				"array %s: the subarray's ranges cross %d space tiles, more than the %d a read in global layout may plan with a memory budget of %d: merge the ranges, raise -memory-budget, or read in row-major layout",
+				p.Array.Dir, n, most, opt.MemoryBudget)
+		}
 	}
 	d.bg, d.cancel = context.WithCancel(ctx)
 	ahead := opt.Workers + 2
@@ -426,12 +456,18 @@ func (d *Reader) slices() [][]piece {
 
 // generate calls emit with every chunk in result order until it returns
 // false.
-func (d *Reader) generate(emit func(*Chunk) bool) {
+func (d *Reader) generate(emit0 func(*Chunk) bool) {
 	all := d.slices()
-	switch d.p.Layout {
-	case query.LayoutRowMajor, query.LayoutColMajor:
+	// Every chunk the paths below cut is bounded by d.chunkCells: one row
+	// of the subarray, or one space tile's part, can be far more than the
+	// budget (many overlapping ranges), and is then cut further.
+	emit := func(c *Chunk) bool { return d.splitChunk(c, emit0) }
+	switch {
+	case d.noGlobal && d.agg:
+		d.generateOrdered(all, true, emit)
+	case d.p.Layout == query.LayoutRowMajor, d.p.Layout == query.LayoutColMajor:
 		rowMaj := d.p.Layout == query.LayoutRowMajor
-		if d.orderIsGlobal(all, rowMaj) {
+		if !d.noGlobal && d.orderIsGlobal(all, rowMaj) {
 			// Same cells in the same order: global chunks are whole
 			// tiles, which are handed to Arrow without a copy.
 			d.generateGlobal(all, emit)
@@ -441,6 +477,115 @@ func (d *Reader) generate(emit func(*Chunk) bool) {
 	default:
 		d.generateGlobal(all, emit)
 	}
+}
+
+// cells is the number of cells of the cross product of dims (saturating
+// at 2^63).
+func cells(dims [][]piece) uint64 {
+	n := uint64(1)
+	for _, ps := range dims {
+		hi, lo := bits.Mul64(n, count(ps))
+		if hi != 0 || lo > 1<<63 {
+			return 1 << 63
+		}
+		n = lo
+	}
+	return n
+}
+
+// splitChunk emits c, or when it has more than d.chunkCells cells (and
+// is not a whole space tile), the consecutive parts of its result (in
+// its own order) that have at most that many: the slowest dimension is
+// cut into runs of coordinates, and when one coordinate of it is still
+// too many cells, each coordinate is cut along the next dimension, and
+// so on. It returns false when emit does.
+func (d *Reader) splitChunk(c *Chunk, emit func(*Chunk) bool) bool {
+	// A whole space tile is left whole, whatever its size: it is handed
+	// on without a copy when one fragment wrote it, and its size is
+	// bounded already (loader.CheckWorkingSet in newReader).
+	if c.full || cells(c.dims) <= d.chunkCells {
+		return emit(c)
+	}
+	nd := len(c.dims)
+	ord := make([]int, nd) // slowest first
+	for k := range ord {
+		ord[k] = k
+		if !c.rowMaj {
+			ord[k] = nd - 1 - k
+		}
+	}
+	return d.splitLevel(c, slices.Clone(c.dims), ord, 0, emit)
+}
+
+func (d *Reader) splitLevel(c *Chunk, dims [][]piece, ord []int, level int, emit func(*Chunk) bool) bool {
+	dim := ord[level]
+	inner := uint64(1)
+	for _, o := range ord[level+1:] {
+		inner = cells([][]piece{{{n: inner}}, dims[o]})
+	}
+	out := func(ps []piece) bool {
+		part := slices.Clone(dims)
+		part[dim] = ps
+		return emit(&Chunk{dims: part, rowMaj: c.rowMaj})
+	}
+	if inner > d.chunkCells {
+		// One coordinate of dim is too many cells: each is a chunk of its
+		// own, cut further along the next dimension.
+		for _, p := range dims[dim] {
+			for k := uint64(0); k < p.n; k++ {
+				if d.bg.Err() != nil {
+					return false
+				}
+				dims[dim] = []piece{{off: p.off + k, n: 1}}
+				if !d.splitLevel(c, slices.Clone(dims), ord, level+1, emit) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	rows := max(1, d.chunkCells/inner)
+	var cur []piece
+	have := uint64(0)
+	for _, p := range dims[dim] {
+		off, left := p.off, p.n
+		for left > 0 {
+			n := min(left, rows-have)
+			cur = append(cur, piece{off: off, n: n})
+			have += n
+			off += n
+			left -= n
+			if have == rows {
+				if !out(cur) {
+					return false
+				}
+				cur, have = nil, 0
+			}
+		}
+	}
+	if have > 0 {
+		return out(cur)
+	}
+	return true
+}
+
+// tileParts is the number of (range, space tile) parts the global order
+// plans the subarray with (see tileSplit), saturating at 2^63.
+func tileParts(all [][]piece, ext []uint64) uint64 {
+	n := uint64(0)
+	for i, ps := range all {
+		for _, p := range ps {
+			if p.n == 0 {
+				continue
+			}
+			t := (p.off+p.n-1)/ext[i] - p.off/ext[i] + 1
+			if t >= 1<<63-n {
+				return 1 << 63
+			}
+			n += t
+		}
+	}
+	return n
 }
 
 func count(ps []piece) uint64 {
@@ -508,27 +653,10 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 	// Consecutive coordinates in one space tile row (a group) share their
 	// tiles: a chunk takes whole groups, so that no tile is loaded by two
 	// chunks, unless a group is well beyond the chunk target; then it is
-	// cut, and its tiles are loaded once per part.
-	var groups [][]piece
-	for _, p := range all[slow] {
-		off, left := p.off, p.n
-		for left > 0 {
-			n := min(left, ext-off%ext)
-			k := len(groups) - 1
-			if k >= 0 {
-				last := groups[k][len(groups[k])-1]
-				if last.off/ext == off/ext && last.off+last.n <= off {
-					groups[k] = append(groups[k], piece{off: off, n: n})
-					off += n
-					left -= n
-					continue
-				}
-			}
-			groups = append(groups, []piece{{off: off, n: n}})
-			off += n
-			left -= n
-		}
-	}
+	// cut, and its tiles are loaded once per part. Groups are formed as
+	// the pieces are walked, never all at once: a range may cross more
+	// tiles than memory holds.
+	var grp []piece
 	var cur []piece
 	curRows := uint64(0)
 	flush := func() bool {
@@ -541,17 +669,17 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 		cur, curRows = nil, 0
 		return emit(&Chunk{dims: dims, rowMaj: rowMaj})
 	}
-	for _, grp := range groups {
+	take := func() bool {
 		gr := count(grp)
 		if curRows > 0 && curRows+gr > rows {
 			if !flush() {
-				return
+				return false
 			}
 		}
 		if gr <= 2*rows {
 			cur = append(cur, grp...)
 			curRows += gr
-			continue
+			return true
 		}
 		for _, p := range grp {
 			off, left := p.off, p.n
@@ -562,10 +690,30 @@ func (d *Reader) generateOrdered(all [][]piece, rowMaj bool, emit func(*Chunk) b
 				off += n
 				left -= n
 				if curRows >= rows && !flush() {
-					return
+					return false
 				}
 			}
 		}
+		return true
+	}
+	for _, p := range all[slow] {
+		off, left := p.off, p.n
+		for left > 0 {
+			n := min(left, ext-off%ext)
+			if k := len(grp) - 1; k >= 0 && grp[k].off/ext == off/ext && grp[k].off+grp[k].n <= off {
+				grp = append(grp, piece{off: off, n: n})
+			} else {
+				if len(grp) > 0 && !take() {
+					return
+				}
+				grp = []piece{{off: off, n: n}}
+			}
+			off += n
+			left -= n
+		}
+	}
+	if len(grp) > 0 && !take() {
+		return
 	}
 	flush()
 }
@@ -739,7 +887,35 @@ func (d *Reader) NextChunk(ctx context.Context) (*Chunk, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
+	d.passLast()
+	d.last = c
 	return c, nil
+}
+
+// hold charges n bytes of chunk c's columns to the read's budget,
+// waiting for room until the consumer waits for c.
+func (d *Reader) hold(ctx context.Context, c *Chunk, n int64) error {
+	if err := d.loader.Hold(ctx, n, c.need); err != nil {
+		return err
+	}
+	c.charge += n
+	d.held.Add(n)
+	return nil
+}
+
+// unhold gives back n bytes hold charged.
+func (d *Reader) unhold(n int64) {
+	d.held.Add(-n)
+	d.loader.Unhold(n)
+}
+
+// passLast gives back the charge of the chunk NextChunk returned last: its
+// consumer is done with it.
+func (d *Reader) passLast() {
+	if d.last != nil {
+		d.unhold(d.last.charge)
+		d.last = nil
+	}
 }
 
 // sliceCol returns cells [i, j) of a built column of n cells.
@@ -777,4 +953,8 @@ func (d *Reader) finish() {
 func (d *Reader) Close() {
 	d.finish()
 	d.wg.Wait()
+	// Nothing is built any more: what is still charged (chunks built
+	// ahead and never passed) is given back.
+	d.last = nil
+	d.unhold(d.held.Load())
 }

@@ -181,6 +181,11 @@ func (d *Reader) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, s
 		}
 	}
 	last := l.ord[nd-1]
+	// A chunk of many short runs takes a while: the read's cancellation
+	// is looked at every few thousand runs, and stops the walk (build
+	// then answers the cancellation, never the part painted).
+	runs := 0
+	stopped := false
 	var rec func(level, dst, src int)
 	rec = func(level, dst, src int) {
 		dim := l.ord[level]
@@ -189,10 +194,15 @@ func (d *Reader) walk(l *chunkLayout, r *region, lo, hi []uint64, fn func(dst, s
 			for _, s := range subs[dim] {
 				fn(dst+s.i*l.rs[dim], src+int(s.o)*cs, cs, s.n)
 			}
+			runs += len(subs[dim])
+			if runs >= 4096 {
+				runs = 0
+				stopped = d.bg.Err() != nil
+			}
 			return
 		}
 		for _, s := range subs[dim] {
-			for k := 0; k < s.n; k++ {
+			for k := 0; k < s.n && !stopped; k++ {
 				rec(level+1, dst+(s.i+k)*l.rs[dim], src+(int(s.o)+k)*cs)
 			}
 		}
@@ -212,6 +222,18 @@ func (d *Reader) build(ctx context.Context, c *Chunk) error {
 	}
 	c.cols = make([]colData, len(d.fields))
 	regs := d.regions(c)
+	// The chunk's columns are charged to the read's budget before they
+	// are built; a whole tile handed on as it is (wrapTile) stays charged
+	// as the loader charged it, and only its dimension columns are new.
+	charge := int64(c.n) * int64(d.rowBytes)
+	if c.full && len(regs) == 1 && d.prog == nil {
+		if list, fill := d.paintList(&regs[0]); !fill && len(list) == 1 {
+			charge = int64(c.n) * int64(d.dimBytes)
+		}
+	}
+	if err := d.hold(ctx, c, charge); err != nil {
+		return err
+	}
 	if d.prog != nil {
 		if err := d.pruneTiles(c, &l, regs); err != nil {
 			return err
@@ -248,7 +270,11 @@ func (d *Reader) build(ctx context.Context, c *Chunk) error {
 	if c.full && len(regs) == 1 && d.prog == nil {
 		list, fill := d.paintList(&regs[0])
 		if !fill && len(list) == 1 {
-			return d.wrapTile(ctx, c, list[0], regs[0].tile)
+			if err := d.wrapTile(ctx, c, list[0], regs[0].tile); err != nil {
+				return err
+			}
+			return ctx.Err() // its dimension columns may be part built
+
 		}
 	}
 	for i, f := range d.fields {
@@ -266,9 +292,13 @@ func (d *Reader) build(ctx context.Context, c *Chunk) error {
 		}
 	}
 	if d.prog != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		return d.filterChunk(c)
 	}
-	return nil
+	// A walk cut short by the cancellation left the chunk part painted.
+	return ctx.Err()
 }
 
 // tileRef names one tile a chunk paints from. hi > 0 says painting reads

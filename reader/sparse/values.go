@@ -2,9 +2,12 @@ package sparse
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"github.com/tileflight/tileflight/format/hilbert"
 	"math"
+	"slices"
+	"sort"
 
 	"github.com/tileflight/tileflight/format/datatype"
 	"github.com/tileflight/tileflight/format/fragmeta"
@@ -37,6 +40,12 @@ type dimInfo struct {
 	ilo, ihi []int64
 	ulo, uhi []uint64
 	flo, fhi []float64
+	// With many ranges, their bounds sorted apart (see rangeCount).
+	many       bool
+	silo, sihi []int64
+	sulo, suhi []uint64
+	sflo, sfhi []float64
+	sblo, sbhi [][]byte
 
 	// tile order: tile index of a coordinate (fixed dims with an extent).
 	hasExtent bool
@@ -73,6 +82,23 @@ func newDimInfo(i int, d *schema.Dimension, ranges []plan.Range) *dimInfo {
 		case kindFloat:
 			di.flo = append(di.flo, schema.AsFloat64(d.Type, r.Lo))
 			di.fhi = append(di.fhi, schema.AsFloat64(d.Type, r.Hi))
+		}
+	}
+	if len(ranges) > manyRanges {
+		di.many = true
+		switch di.kind {
+		case kindSigned:
+			di.silo, di.sihi = sorted(di.ilo), sorted(di.ihi)
+		case kindUnsigned:
+			di.sulo, di.suhi = sorted(di.ulo), sorted(di.uhi)
+		case kindFloat:
+			di.sflo, di.sfhi = sorted(di.flo), sorted(di.fhi)
+		default:
+			for _, r := range ranges {
+				di.sblo, di.sbhi = append(di.sblo, r.Lo), append(di.sbhi, r.Hi)
+			}
+			slices.SortFunc(di.sblo, bytes.Compare)
+			slices.SortFunc(di.sbhi, bytes.Compare)
 		}
 	}
 	if !di.isVar && len(d.TileExtent) == di.size && len(d.Domain) == 2*di.size && di.size > 0 {
@@ -174,8 +200,43 @@ func (d *dimInfo) sortKey(b []byte) uint64 {
 	return binary.BigEndian.Uint64(k[:])
 }
 
+// manyRanges is the range count beyond which rangeCount searches the
+// sorted bounds instead of trying every range: a cell is tested against
+// each range otherwise, and 40,000 ranges made a tile of 10,000 cells
+// take seconds.
+const manyRanges = 16
+
+func sorted[T cmp.Ordered](v []T) []T {
+	out := slices.Clone(v)
+	slices.Sort(out)
+	return out
+}
+
+// holding is the number of ranges holding x, given their low and high
+// bounds each sorted: those starting at or before x, less those ending
+// before it (which start before it too).
+func holding[T cmp.Ordered](los, his []T, x T) int {
+	le := sort.Search(len(los), func(i int) bool { return los[i] > x })
+	lt := sort.Search(len(his), func(i int) bool { return his[i] >= x })
+	return le - lt
+}
+
 // rangeCount is the number of the dimension's ranges that hold v.
 func (d *dimInfo) rangeCount(v []byte) int {
+	if d.many {
+		switch d.kind {
+		case kindSigned:
+			return holding(d.silo, d.sihi, d.int(v))
+		case kindUnsigned:
+			return holding(d.sulo, d.suhi, d.uint(v))
+		case kindFloat:
+			return holding(d.sflo, d.sfhi, d.float(v))
+		default:
+			le := sort.Search(len(d.sblo), func(i int) bool { return bytes.Compare(d.sblo[i], v) > 0 })
+			lt := sort.Search(len(d.sbhi), func(i int) bool { return bytes.Compare(d.sbhi[i], v) >= 0 })
+			return le - lt
+		}
+	}
 	n := 0
 	switch d.kind {
 	case kindSigned:

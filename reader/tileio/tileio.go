@@ -130,6 +130,8 @@ type Options struct {
 	EncryptionKey []byte
 	// Cache, when set, keeps decoded tiles across loaders (queries).
 	Cache *Cache
+	// Meter, when set, counts the tiles the loader holds.
+	Meter *Meter
 }
 
 // Loader loads tiles of one opened array. It is safe for concurrent use.
@@ -157,7 +159,7 @@ func NewLoader(a *tdbarray.Array, opt Options) *Loader {
 	if opt.MaxWorkingSet <= 0 {
 		opt.MaxWorkingSet = max(minWorkingSetLimit, min(opt.MemoryBudget, 1<<61)*4)
 	}
-	return &Loader{arr: a, opt: opt, budget: newBudget(opt.MemoryBudget), pipelines: map[pipeKey]*filters.Pipeline{}}
+	return &Loader{arr: a, opt: opt, budget: &budget{size: opt.MemoryBudget, meter: opt.Meter}, pipelines: map[pipeKey]*filters.Pipeline{}}
 }
 
 // EncryptionKey is the key the loader decodes the array's tiles with
@@ -347,6 +349,16 @@ func (l *Loader) Charge(frag *tdbarray.Fragment, name string, t uint64) (int64, 
 
 // MemoryBudget is the loader's budget for tiles loaded ahead of need.
 func (l *Loader) MemoryBudget() int64 { return l.opt.MemoryBudget }
+
+// Hold charges n bytes of result built from tiles (a dense read's chunk
+// columns) to the read's budget: like a load, it waits for room until
+// need is closed or ctx ends. Unhold gives them back.
+func (l *Loader) Hold(ctx context.Context, n int64, need <-chan struct{}) error {
+	return l.budget.acquire(ctx, n, need)
+}
+
+// Unhold gives back n bytes Hold charged.
+func (l *Loader) Unhold(n int64) { l.budget.release(n) }
 
 // MaxWorkingSet is the most decoded bytes a read may need at once.
 func (l *Loader) MaxWorkingSet() int64 { return l.opt.MaxWorkingSet }
@@ -645,7 +657,8 @@ func (l *Loader) sizes(frag *tdbarray.Fragment, f *fieldInfo, t uint64) (cells, 
 // budget when nothing else is held); a request whose need fires is
 // granted at once, whatever is held.
 type budget struct {
-	size int64
+	size  int64
+	meter *Meter // nil: not metered
 
 	mu      sync.Mutex
 	used    int64
@@ -680,6 +693,7 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 	if len(b.waiters) == 0 && b.fits(n) {
 		b.used += n
 		inUse.Add(n)
+		b.meter.add(n)
 		b.mu.Unlock()
 		return nil
 	}
@@ -687,6 +701,7 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 	case <-need:
 		b.used += n
 		inUse.Add(n)
+		b.meter.add(n)
 		b.mu.Unlock()
 		return nil
 	default:
@@ -702,6 +717,7 @@ func (b *budget) acquire(ctx context.Context, n int64, need <-chan struct{}) err
 			b.mu.Lock()
 			b.used += n
 			inUse.Add(n)
+			b.meter.add(n)
 			b.mu.Unlock()
 		}
 		return nil
@@ -734,6 +750,7 @@ func (b *budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	inUse.Add(-n)
+	b.meter.add(-n)
 	b.grantLocked()
 	b.mu.Unlock()
 }
@@ -744,6 +761,7 @@ func (b *budget) grantLocked() {
 		b.waiters = b.waiters[1:]
 		b.used += w.n
 		inUse.Add(w.n)
+		b.meter.add(w.n)
 		close(w.ready)
 	}
 }
