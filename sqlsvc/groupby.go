@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	gms "github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 
 	"github.com/tileflight/tileflight/errkind"
@@ -160,7 +161,22 @@ func (s *Server) nativeGroupBy(sctx *gms.Context, g *plan.GroupBy) *nativeGroupB
 		}
 		it, ok := t.aggItem(e, cols)
 		if !ok {
-			return nil
+			// MIN and MAX of strings too (the reader's aggregates take
+			// numbers only)
+			var kind aggKind
+			switch e.(type) {
+			case *aggregation.Min:
+				kind = aggMin
+			case *aggregation.Max:
+				kind = aggMax
+			default:
+				return nil
+			}
+			f, ok := t.columnField(unaryChild(e), cols)
+			if !ok || f.Type.ID() == arrow.BOOL {
+				return nil
+			}
+			it = aggItem{kind: kind, col: f.Name, nullable: f.Nullable}
 		}
 		if it.kind != aggCountStar {
 			f, _ := t.columnField(unaryChild(e), cols)
