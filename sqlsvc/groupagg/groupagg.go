@@ -169,6 +169,8 @@ type Table struct {
 	ints      map[int64]int32
 	nullGroup int32
 	intKey    bool
+	// direct: the groups of key values 0 .. directKeys-1 (-1: none yet)
+	direct []int32
 
 	gids []int32
 	buf  []byte
@@ -336,15 +338,40 @@ func intGetter(c arrow.Array) func(int) int64 {
 	return nil
 }
 
+// directKeys is the range [0, directKeys) of integer key values whose
+// groups are found by indexing a slice rather than by hashing.
+const directKeys = 4096
+
 // groupInts finds the groups of a batch grouped by one integer (or
 // boolean) column.
 func (t *Table) groupInts(c arrow.Array, gids []int32) error {
-	get := intGetter(c)
-	if get == nil {
-		return errkind.Errorf(errkind.Internal, "GROUP BY: key column of type %s is not an integer", c.DataType())
+	switch x := c.(type) {
+	case *arr.Int8:
+		return groupIntVals(t, c, x.Int8Values(), gids)
+	case *arr.Int16:
+		return groupIntVals(t, c, x.Int16Values(), gids)
+	case *arr.Int32:
+		return groupIntVals(t, c, x.Int32Values(), gids)
+	case *arr.Int64:
+		return groupIntVals(t, c, x.Int64Values(), gids)
+	case *arr.Boolean:
+		vals := make([]int8, x.Len())
+		for i := range vals {
+			if x.Value(i) {
+				vals[i] = 1
+			}
+		}
+		return groupIntVals(t, c, vals, gids)
 	}
+	return errkind.Errorf(errkind.Internal, "GROUP BY: key column of type %s is not an integer", c.DataType())
+}
+
+type signed interface {
+	~int8 | ~int16 | ~int32 | ~int64
+}
+
+func groupIntVals[T signed](t *Table, c arrow.Array, vals []T, gids []int32) error {
 	nulls := c.NullN() > 0
-	last, lastG := int64(0), int32(-1)
 	for i := range gids {
 		if nulls && c.IsNull(i) {
 			if t.nullGroup < 0 {
@@ -357,23 +384,47 @@ func (t *Table) groupInts(c arrow.Array, gids []int32) error {
 			gids[i] = t.nullGroup
 			continue
 		}
-		v := get(i)
-		if lastG >= 0 && v == last {
-			gids[i] = lastG
-			continue
-		}
-		g, ok := t.ints[v]
-		if !ok {
-			var err error
-			g, err = t.newGroup(encodeInt(v), []any{value(c, i)})
-			if err != nil {
-				return err
+		v := int64(vals[i])
+		if uint64(v) < directKeys && len(t.direct) > 0 {
+			if g := t.direct[v]; g >= 0 {
+				gids[i] = g
+				continue
 			}
-			t.ints[v] = g
 		}
-		gids[i], last, lastG = g, v, g
+		g, err := t.intGroup(v, c, i)
+		if err != nil {
+			return err
+		}
+		gids[i] = g
 	}
 	return nil
+}
+
+// intGroup finds or adds the group of integer key v (row i of c).
+func (t *Table) intGroup(v int64, c arrow.Array, i int) (int32, error) {
+	g, ok := t.ints[v]
+	if !ok {
+		var err error
+		if g, err = t.newGroup(encodeInt(v), []any{value(c, i)}); err != nil {
+			return 0, err
+		}
+		t.ints[v] = g
+	}
+	t.setDirect(v, g)
+	return g, nil
+}
+
+func (t *Table) setDirect(v int64, g int32) {
+	if uint64(v) >= directKeys {
+		return
+	}
+	if t.direct == nil {
+		t.direct = make([]int32, directKeys)
+		for i := range t.direct {
+			t.direct[i] = -1
+		}
+	}
+	t.direct[v] = g
 }
 
 func encodeInt(v int64) string {
@@ -638,6 +689,7 @@ func (t *Table) lookup(enc string, vals []any) (int32, error) {
 				return 0, err
 			}
 			t.ints[v] = g
+			t.setDirect(v, g)
 		}
 		return g, nil
 	}
