@@ -38,6 +38,10 @@ var groupByBudget int64 = groupagg.DefaultBudget
 // (key >= 0) or an aggregate (agg >= 0).
 type groupOut struct{ key, agg int }
 
+// aggAny is a column selected but not grouped by: any value of the
+// group (only a GROUP BY has those).
+const aggAny aggKind = -1
+
 // nativeGroupBy is a GROUP BY answered by groupagg over one scan.
 type nativeGroupBy struct {
 	srv  *Server
@@ -65,6 +69,10 @@ func (a *nativeGroupBy) DebugString() string { return a.String() }
 func (a *nativeGroupBy) describe() string {
 	var ags []string
 	for _, it := range a.aggs {
+		if it.kind == aggCountStar {
+			ags = append(ags, "count(*)")
+			continue
+		}
 		ags = append(ags, groupOp(it.kind).String()+"("+it.col+")")
 	}
 	return fmt.Sprintf("keys %s, aggregates %s, over scan %s", strings.Join(a.keys, ", "), strings.Join(ags, ", "), queryJSON(a.q))
@@ -88,6 +96,8 @@ func groupOp(k aggKind) groupagg.Op {
 		return groupagg.Avg
 	case aggMin:
 		return groupagg.Min
+	case aggAny:
+		return groupagg.Any
 	}
 	return groupagg.Max
 }
@@ -152,11 +162,18 @@ func (s *Server) nativeGroupBy(sctx *gms.Context, g *plan.GroupBy) *nativeGroupB
 			e = al.Child
 		}
 		if gf, ok := e.(*expression.GetField); ok {
-			k, ok := keyIDs[gf.Id()]
-			if !ok {
-				return nil // a column not grouped by: the engine's "any value"
+			if k, ok := keyIDs[gf.Id()]; ok {
+				outs = append(outs, groupOut{key: k, agg: -1})
+				continue
 			}
-			outs = append(outs, groupOut{key: k, agg: -1})
+			// a column not grouped by (the engine adds those HAVING
+			// names): any value of the group
+			f, ok := t.columnField(gf, cols)
+			if !ok || !plainCol(f) || !groupagg.AggType(groupagg.Any, f.Type) {
+				return nil
+			}
+			outs = append(outs, groupOut{key: -1, agg: len(items)})
+			items = append(items, aggItem{kind: aggAny, col: f.Name, nullable: f.Nullable})
 			continue
 		}
 		it, ok := t.aggItem(e, cols)
@@ -362,9 +379,12 @@ func (a *nativeGroupBy) compute(ctx context.Context) ([]gms.Row, error) {
 		vals := all.Row(g)
 		row := make(gms.Row, len(a.outs))
 		for i, o := range a.outs {
-			if o.key >= 0 {
+			switch {
+			case o.key >= 0:
 				row[i] = engineValue(vals[o.key])
-			} else {
+			case a.aggs[o.agg].kind == aggAny:
+				row[i] = engineValue(vals[nk+o.agg])
+			default:
 				row[i] = vals[nk+o.agg]
 			}
 		}

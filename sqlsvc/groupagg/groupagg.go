@@ -37,6 +37,9 @@ const (
 	Avg                 // AVG(col) as float64
 	Min                 // MIN(col) as the column's value
 	Max                 // MAX(col) as the column's value
+	// Any is a column selected but not grouped by (MySQL's "any value"
+	// of the group): its first non-null value seen, NULL when none.
+	Any
 )
 
 func (o Op) String() string {
@@ -53,6 +56,8 @@ func (o Op) String() string {
 		return "min"
 	case Max:
 		return "max"
+	case Any:
+		return "any"
 	}
 	return fmt.Sprintf("op(%d)", int(o))
 }
@@ -128,7 +133,7 @@ func AggType(op Op, t arrow.DataType) bool {
 	switch op {
 	case CountStar:
 		return true
-	case Count:
+	case Count, Any:
 		return ok
 	case Sum, Avg:
 		return ok && (k == kInt || k == kUint || k == kFloat)
@@ -149,6 +154,7 @@ type aggState struct {
 	u64  []uint64  // Min, Max of kUint
 	f64  []float64 // Min, Max of kFloat
 	strs []string  // Min, Max of kString
+	anys []any     // Any
 }
 
 // Table is the partial state of one grouping.
@@ -262,6 +268,8 @@ func (t *Table) newGroup(enc string, vals []any) (int32, error) {
 		switch a.Op {
 		case Sum, Avg:
 			a.sum = append(a.sum, 0)
+		case Any:
+			a.anys = append(a.anys, nil)
 		case Min, Max:
 			switch a.k {
 			case kInt:
@@ -556,6 +564,16 @@ func (a *aggState) add(c arrow.Array, gids []int32) error {
 	if !arrow.TypeEqual(c.DataType(), a.typ) {
 		return errkind.Errorf(errkind.Internal, "GROUP BY: %s over a column of type %s, planned for %s", a.Op, c.DataType(), a.typ)
 	}
+	if a.Op == Any {
+		nulls := c.NullN() > 0
+		for i, g := range gids {
+			if a.cnt[g] == 0 && (!nulls || c.IsValid(i)) {
+				a.anys[g] = value(c, i)
+				a.cnt[g]++
+			}
+		}
+		return nil
+	}
 	if a.Op == Count {
 		nulls := c.NullN() > 0
 		for i, g := range gids {
@@ -722,6 +740,10 @@ func (t *Table) Merge(o *Table) error {
 			switch a.Op {
 			case Sum, Avg:
 				a.sum[g] += b.sum[og]
+			case Any:
+				if a.cnt[g] == 0 && n > 0 {
+					a.anys[g] = b.anys[og]
+				}
 			case Min, Max:
 				if n > 0 {
 					switch a.k {
@@ -759,6 +781,8 @@ func (t *Table) Row(g int) []any {
 			out = append(out, a.sum[g])
 		case a.Op == Avg:
 			out = append(out, a.sum[g]/float64(n))
+		case a.Op == Any:
+			out = append(out, a.anys[g])
 		default:
 			out = append(out, a.minMax(g))
 		}

@@ -132,6 +132,10 @@ func naive(recs []arrow.RecordBatch, keys []int, aggs []Agg) map[string][]any {
 				}
 				g.cnt[j]++
 				switch a.Op {
+				case Any:
+					if !g.seen[j] {
+						g.mm[j] = v
+					}
 				case Sum, Avg:
 					g.sum[j] += num(v)
 				case Min:
@@ -158,6 +162,8 @@ func naive(recs []arrow.RecordBatch, keys []int, aggs []Agg) map[string][]any {
 				row = append(row, nil)
 			case a.Op == Sum:
 				row = append(row, g.sum[j])
+			case a.Op == Any:
+				row = append(row, g.mm[j])
 			case a.Op == Avg:
 				row = append(row, g.sum[j]/float64(g.cnt[j]))
 			default:
@@ -227,6 +233,8 @@ func TestGroupAgg(t *testing.T) {
 		{"three keys merged", []int{2, 0, 1}, all, 3},
 		{"uint key", []int{3}, []Agg{{CountStar, 0}, {Max, 4}}, 1},
 		{"count only", []int{0}, []Agg{{CountStar, 0}}, 2},
+		// any value: the first non-null one in the order of the batches
+		{"any value", []int{0}, []Agg{{Any, 1}, {Any, 4}, {Any, 2}, {CountStar, 0}}, 1},
 	}
 	recs := batches(t, 1, 6, 500)
 	for _, tc := range cases {
