@@ -131,10 +131,11 @@ def over_adbc(url, q):
 
 
 def canon(t):
-    """Rows rounded (sums differ in the last bits with the order of additions), sorted."""
+    """Rows with floats to 9 significant digits (sums differ in the last bits with the
+    order of additions), sorted."""
     out = []
     for row in t.to_pylist():
-        out.append(tuple(round(v, 4) if isinstance(v, float) else v for v in row.values()))
+        out.append(tuple(float("%.9g" % v) if isinstance(v, float) else v for v in row.values()))
     return sorted(out, key=repr)
 
 
