@@ -320,32 +320,6 @@ func (t *Table) Add(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// intAt is the i-th value of an integer or boolean column as int64.
-func intGetter(c arrow.Array) func(int) int64 {
-	switch x := c.(type) {
-	case *arr.Int8:
-		v := x.Int8Values()
-		return func(i int) int64 { return int64(v[i]) }
-	case *arr.Int16:
-		v := x.Int16Values()
-		return func(i int) int64 { return int64(v[i]) }
-	case *arr.Int32:
-		v := x.Int32Values()
-		return func(i int) int64 { return int64(v[i]) }
-	case *arr.Int64:
-		v := x.Int64Values()
-		return func(i int) int64 { return v[i] }
-	case *arr.Boolean:
-		return func(i int) int64 {
-			if x.Value(i) {
-				return 1
-			}
-			return 0
-		}
-	}
-	return nil
-}
-
 // directKeys is the range [0, directKeys) of integer key values whose
 // groups are found by indexing a slice rather than by hashing.
 const directKeys = 4096
@@ -445,13 +419,15 @@ func encodeInt(v int64) string {
 // groupEncoded finds the groups of a batch by encoding each row's keys.
 func (t *Table) groupEncoded(rec arrow.RecordBatch, gids []int32) error {
 	cols := make([]arrow.Array, len(t.keys))
+	enc := make([]func([]byte, int) []byte, len(t.keys))
 	for i, k := range t.keys {
 		cols[i] = rec.Column(k)
+		enc[i] = keyEncoder(cols[i], t.kkinds[i])
 	}
 	for i := range gids {
 		b := t.buf[:0]
-		for j, c := range cols {
-			b = appendKey(b, c, t.kkinds[j], i)
+		for _, e := range enc {
+			b = e(b, i)
 		}
 		t.buf = b
 		g, ok := t.index[string(b)]
@@ -472,31 +448,69 @@ func (t *Table) groupEncoded(rec arrow.RecordBatch, gids []int32) error {
 	return nil
 }
 
-// appendKey appends the encoding of row i of c: a null byte, then 8
+// keyEncoder appends the encoding of row i of c: a null byte, then 8
 // bytes of a number or a boolean, or a string's length and bytes.
-func appendKey(b []byte, c arrow.Array, k kind, i int) []byte {
-	if c.IsNull(i) {
-		return append(b, 0)
-	}
-	b = append(b, 1)
-	switch k {
-	case kString:
-		s := stringAt(c, i)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
-		return append(b, s...)
-	case kFloat:
-		var f float64
-		switch x := c.(type) {
-		case *arr.Float32:
-			f = float64(x.Value(i))
-		case *arr.Float64:
-			f = x.Value(i)
+func keyEncoder(c arrow.Array, k kind) func([]byte, int) []byte {
+	var val func([]byte, int) []byte
+	switch x := c.(type) {
+	case *arr.Int8:
+		v := x.Int8Values()
+		val = func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, uint64(int64(v[i]))) }
+	case *arr.Int16:
+		v := x.Int16Values()
+		val = func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, uint64(int64(v[i]))) }
+	case *arr.Int32:
+		v := x.Int32Values()
+		val = func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, uint64(int64(v[i]))) }
+	case *arr.Int64:
+		v := x.Int64Values()
+		val = func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, uint64(v[i])) }
+	case *arr.Boolean:
+		val = func(b []byte, i int) []byte {
+			var u uint64
+			if x.Value(i) {
+				u = 1
+			}
+			return binary.LittleEndian.AppendUint64(b, u)
 		}
-		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
-	case kUint:
-		return binary.LittleEndian.AppendUint64(b, uintAt(c, i))
+	case *arr.Float32:
+		v := x.Float32Values()
+		val = func(b []byte, i int) []byte {
+			return binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v[i])))
+		}
+	case *arr.Float64:
+		v := x.Float64Values()
+		val = func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, math.Float64bits(v[i])) }
+	case *arr.String:
+		val = func(b []byte, i int) []byte {
+			s := x.Value(i)
+			return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+		}
+	case *arr.LargeString:
+		val = func(b []byte, i int) []byte {
+			s := x.Value(i)
+			return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+		}
 	default:
-		return binary.LittleEndian.AppendUint64(b, uint64(intGetter(c)(i)))
+		val = func(b []byte, i int) []byte {
+			switch k {
+			case kString:
+				s := stringAt(c, i)
+				return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+			case kUint:
+				return binary.LittleEndian.AppendUint64(b, uintAt(c, i))
+			}
+			return b
+		}
+	}
+	if c.NullN() == 0 {
+		return func(b []byte, i int) []byte { return val(append(b, 1), i) }
+	}
+	return func(b []byte, i int) []byte {
+		if c.IsNull(i) {
+			return append(b, 0)
+		}
+		return val(append(b, 1), i)
 	}
 }
 
