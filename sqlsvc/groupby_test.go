@@ -68,9 +68,26 @@ func TestGroupByPushdown(t *testing.T) {
 		}
 		check(tc.q)
 	}
+	// the dense fixture has 100 rows: grouped here, the scan hands on
+	// each once; past the bound the grouping gives up and the engine
+	// scans again
+	q := `SELECT x, count(*) FROM dense GROUP BY x`
+	scanned := func() int64 {
+		before := scannedRows.Load()
+		if _, _, err := rows(t, c, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return scannedRows.Load() - before
+	}
+	if n := scanned(); n != 100 {
+		t.Errorf("%s: scans handed on %d rows, want 100", q, n)
+	}
 	old := groupByBudget
 	groupByBudget = 1
 	defer func() { groupByBudget = old }()
+	if n := scanned(); n <= 100 {
+		t.Errorf("%s past the group bound: scans handed on %d rows, want the engine's 100 after the first try's", q, n)
+	}
 	for _, tc := range cases[:4] {
 		check(tc.q)
 	}
