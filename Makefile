@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql diff-cond fixtures docs clean soak ingest-gib
+.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql bench-sql-groupby diff-cond fixtures docs clean soak ingest-gib
 
 all: build
 
@@ -198,6 +198,14 @@ jdbc: $(JDBC_JAR)
 # full DoGet), appended to benchmarks/RESULTS.md.
 bench-sql: setup build
 	$(VPY) benchmarks/sql_bench.py --flightd bin/flightd --out benchmarks/RESULTS.md
+
+# GROUP BY (16 keys; two keys) and a 10 M x 10 k join over 10 M rows through
+# ADBC vs DuckDB over the same data read by TileDB-Py into Arrow (a few
+# minutes; appends to benchmarks/RESULTS.md). SQLGROUPBYARGS="--baseline OLD_FLIGHTD"
+# measures an older build alongside.
+SQLGROUPBYARGS ?=
+bench-sql-groupby: setup build
+	$(VPY) benchmarks/sql_groupby.py --flightd bin/flightd --out benchmarks/RESULTS.md $(SQLGROUPBYARGS)
 
 # The Spark connector in Java (spark-connector/, format "tileflight-jvm"):
 # compiled against the jars of the venv's pyspark (Maven Central serves Spark

@@ -1,6 +1,6 @@
 package sqlsvc
 
-// After the engine planned a statement, two rewrites move work into the
+// After the engine planned a statement, three rewrites move work into the
 // native reader (docs/protocol.md, "Flight SQL"):
 //
 //   - a Filter right above a scan of one of our tables gives the scan the
@@ -9,7 +9,10 @@ package sqlsvc
 //     MIN, MAX and AVG over such a scan becomes one native `aggregates`
 //     query, answered by the reader (from tile statistics where it can);
 //     the engine then sees one row with the values it would have computed,
-//     of the same Go types, so result types do not change.
+//     of the same Go types, so result types do not change;
+//   - a GROUP BY of plain columns with those aggregates over such a scan
+//     runs as a vectorized hash aggregation over the scan's batches
+//     (groupby.go); the engine sees one row per group.
 
 import (
 	"context"
@@ -30,11 +33,11 @@ import (
 	"github.com/tileflight/tileflight/query"
 )
 
-// noPushdown turns both rewrites off (FuzzPushdown compares results with
+// noPushdown turns the rewrites off (FuzzPushdown compares results with
 // and without them).
 var noPushdown atomic.Bool
 
-// pushdown applies both rewrites to a planned statement.
+// pushdown applies the rewrites to a planned statement.
 func (s *Server) pushdown(sctx *gms.Context, n gms.Node) (gms.Node, error) {
 	if noPushdown.Load() {
 		return n, nil
@@ -58,7 +61,13 @@ func (s *Server) pushdown(sctx *gms.Context, n gms.Node) (gms.Node, error) {
 	}
 	n, _, err = transform.Node(n, func(n gms.Node) (gms.Node, transform.TreeIdentity, error) {
 		g, ok := n.(*plan.GroupBy)
-		if !ok || len(g.GroupByExprs) != 0 {
+		if !ok {
+			return n, transform.SameTree, nil
+		}
+		if len(g.GroupByExprs) != 0 {
+			if a := s.nativeGroupBy(sctx, g); a != nil {
+				return a, transform.NewTree, nil
+			}
 			return n, transform.SameTree, nil
 		}
 		if a := s.nativeAggregate(sctx, g); a != nil {

@@ -473,6 +473,8 @@ func explainLines(c *compiled) []string {
 	walk = func(n gms.Node) {
 		if a, ok := n.(*nativeAgg); ok {
 			out = append(out, "pushed down: aggregates of "+strconv.Quote(a.t.path)+" answered by the reader: "+a.describe())
+		} else if a, ok := n.(*nativeGroupBy); ok {
+			out = append(out, "pushed down: GROUP BY of "+strconv.Quote(a.t.path)+" computed over the scan's batches: "+a.describe())
 		} else if t, ranges, layout, ok := scanOf(c.sctx, n); ok {
 			out = append(out, "pushed down: "+t.describe(ranges, layout))
 		} else if ita, ok := n.(*plan.IndexedTableAccess); ok {
