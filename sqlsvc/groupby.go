@@ -27,11 +27,11 @@ import (
 	"github.com/tileflight/tileflight/sqlsvc/groupagg"
 )
 
-// groupByBudget bounds the memory of one statement's groups. Past it the
-// statement falls back to the engine's own grouping, which the engine's
-// memory bound governs.
-// TODO: take this bound from the daemon's per-statement SQL memory bound
-// once the SQL layer has one.
+// groupByBudget bounds the memory of one statement's groups when the
+// statement has no -sql-memory bound. Past it the statement falls back to
+// the engine's own grouping. With a bound, the groups get what the
+// statement has left of it, and past that the statement fails as the
+// engine's grouping would.
 var groupByBudget int64 = groupagg.DefaultBudget
 
 // groupOut is where one output column of the grouped row comes from: a key
@@ -241,7 +241,10 @@ func unaryChild(e gms.Expression) gms.Expression {
 func (a *nativeGroupBy) RowIter(ctx *gms.Context, row gms.Row) (gms.RowIter, error) {
 	out, err := a.compute(ctx)
 	if errors.Is(err, groupagg.ErrTooManyGroups) {
-		// the engine's grouping, under the engine's memory bound
+		if b := budgetFrom(ctx); b != nil {
+			return nil, b.errMemory("GROUP BY groups")
+		}
+		// the engine's grouping, unbounded as the operator asked
 		return a.srv.engine.Analyzer.ExecBuilder.Build(ctx, a.orig, row)
 	}
 	if err != nil {
@@ -261,6 +264,10 @@ func (a *nativeGroupBy) compute(ctx context.Context) ([]gms.Row, error) {
 	}
 	defer bs.Close()
 	budget := &groupagg.Budget{Max: groupByBudget}
+	if b := budgetFrom(ctx); b != nil {
+		// What the statement has left; at least a byte, as 0 means the default.
+		budget.Max = max(b.limit-b.Used(), 1)
+	}
 	workers := min(runtime.GOMAXPROCS(0), 4)
 	recs := make(chan arrow.RecordBatch, workers)
 	tabs := make([]*groupagg.Table, workers)

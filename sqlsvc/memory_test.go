@@ -162,6 +162,7 @@ func TestMemoryBound(t *testing.T) {
 		{"SELECT count(*) FROM big GROUP BY k % 10", 10, codes.OK},                        // 10 groups fit
 		{"SELECT k, s FROM big ORDER BY s", 0, codes.ResourceExhausted},                   // the whole array sorted
 		{"SELECT k % 5000, count(*) FROM big GROUP BY 1", 0, codes.ResourceExhausted},     // 5000 groups of 256 bytes
+		{"SELECT s, count(*) FROM big GROUP BY s", 0, codes.ResourceExhausted},            // 5000 groups, grouped natively
 		{"SELECT DISTINCT s FROM big", 0, codes.ResourceExhausted},                        // 5000 distinct hashes
 		{"SELECT count(*) FROM big a, big b WHERE a.s = b.s", 0, codes.ResourceExhausted}, // a hash join's build side
 		{"SELECT median(k) FROM big WHERE k < 100", 1, codes.OK},                          // 100 values kept

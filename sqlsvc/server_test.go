@@ -49,6 +49,10 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (bearer) RequireTransportSecurity() bool { return false }
 
+// testMemory, when set, is the -sql-memory of the servers serveSQLWith
+// starts (the default otherwise).
+var testMemory *int64
+
 // serveSQLWith is serveSQL over a configuration that cfg may change (its
 // Store wraps the in-memory store; with Tokens, the clients use the
 // token "rw", which cfg must make read-write). It also returns the
@@ -75,9 +79,12 @@ func serveSQLWith(t testing.TB, cfg func(*flightsvc.Config), extra ...func(t tes
 	mk("g/pts", `{"type":"sparse","dimensions":[{"name":"k","type":"int64","domain":[0,1000],"tile":10}],
 		"attributes":[{"name":"s","type":"string_utf8","cell_val_num":"var"},{"name":"n","type":"int32","nullable":true}]}`)
 	svc := flightsvc.NewService(conf)
-	h, _, err := New(native.New(svc), zerolog.Nop(), "test")
+	h, impl, err := New(native.New(svc), zerolog.Nop(), "test")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if testMemory != nil {
+		impl.SetMemory(*testMemory)
 	}
 	ul, sl := flightsvc.AccessLog(zerolog.Nop())
 	ua, sa := flightsvc.AuthInterceptors(conf.Auth)
