@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
@@ -16,6 +17,7 @@ import (
 	"github.com/tileflight/tileflight/reader/base"
 	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/tracing"
 	"github.com/tileflight/tileflight/transport"
 )
 
@@ -227,7 +229,10 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	}
 	defer release()
 
-	rs, err := s.openStream(ctx, q)
+	pctx, span := tracing.Start(ctx, "plan", attribute.String("tileflight.array", q.Array))
+	rs, err := s.openStream(pctx, q)
+	tracing.Fail(span, err)
+	span.End()
 	if err != nil {
 		return toStatus(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
@@ -35,7 +36,9 @@ const ServiceName = "tileflight"
 // InstrumentationName names the tracer of the daemon's own spans.
 const InstrumentationName = "github.com/tileflight/tileflight"
 
-var tracer = otel.Tracer(InstrumentationName)
+// tracer is the tracer Setup made (a later Setup, as in tests, replaces
+// it; nil: the global provider's).
+var tracer atomic.Pointer[trace.Tracer]
 
 // Start starts the span name under ctx's span when that one is recording
 // (a traced call), and returns ctx and a non-recording span otherwise: the
@@ -45,7 +48,11 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
-	return tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	t := otel.Tracer(InstrumentationName)
+	if p := tracer.Load(); p != nil {
+		t = *p
+	}
+	return t.Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
 // Fail records err on span (when not nil) and marks it failed.
@@ -97,6 +104,8 @@ func Setup(ctx context.Context, c Config) (*Provider, error) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
+	t := tp.Tracer(InstrumentationName)
+	tracer.Store(&t)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return &Provider{tp: tp}, nil
 }
@@ -140,4 +149,3 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	}
 	return nil
 }
-
