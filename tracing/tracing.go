@@ -40,13 +40,16 @@ const InstrumentationName = "github.com/tileflight/tileflight"
 // it; nil: the global provider's).
 var tracer atomic.Pointer[trace.Tracer]
 
+// noop is the span Start returns when it starts none (ending it does
+// nothing, unlike ending the caller's own span).
+var noop = trace.SpanFromContext(context.Background())
+
 // Start starts the span name under ctx's span when that one is recording
 // (a traced call), and returns ctx and a non-recording span otherwise: the
 // caller ends the span either way. attrs go on the span.
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.IsRecording() {
-		return ctx, parent
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, noop
 	}
 	t := otel.Tracer(InstrumentationName)
 	if p := tracer.Load(); p != nil {

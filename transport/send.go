@@ -9,10 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tileflight/tileflight/errkind"
-	"github.com/tileflight/tileflight/tracing"
 )
 
 // SendRecords writes the records next returns, until io.EOF, to a DoGet
@@ -56,10 +54,7 @@ func SendRecords(ctx context.Context, stream Sender, sc *arrow.Schema,
 			}
 			return err
 		}
-		_, span := tracing.Start(ctx, "encode", attribute.Int64("tileflight.rows", rec.NumRows()))
 		werr := writeRecord(pw, w, sc, rec)
-		tracing.Fail(span, werr)
-		span.End()
 		if sent != nil {
 			sent(rec)
 		}
