@@ -191,7 +191,12 @@ bench-sql: setup build
 # in the local Maven repository (~/.m2) for projects that depend on it.
 SPARK_JAR := spark-connector/target/tileflight-spark.jar
 MVN_VERSION = $(patsubst v%,%,$(VERSION))
-$(SPARK_JAR): spark-connector/pom.xml $(shell find spark-connector/src -type f 2>/dev/null)
+# A stamp per version, so that a jar built for another VERSION is rebuilt.
+SPARK_REV = spark-connector/target/.revision-$(MVN_VERSION)
+$(SPARK_REV):
+	mkdir -p $(@D) && rm -f $(@D)/.revision-* && touch $@
+
+$(SPARK_JAR): $(SPARK_REV) spark-connector/pom.xml $(shell find spark-connector/src -type f 2>/dev/null)
 	cd spark-connector && mvn -q -B package -Drevision=$(MVN_VERSION)
 
 sparkjar-install: $(SPARK_JAR)
