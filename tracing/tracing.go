@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -55,7 +56,9 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	if p := tracer.Load(); p != nil {
 		t = *p
 	}
-	return t.Start(ctx, name, trace.WithAttributes(attrs...))
+	// The copy keeps attrs from escaping: a call that starts no span
+	// allocates nothing.
+	return t.Start(ctx, name, trace.WithAttributes(slices.Clone(attrs)...))
 }
 
 // Fail records err on span (when not nil) and marks it failed.

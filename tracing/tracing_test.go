@@ -93,3 +93,13 @@ func TestWrapStoreKeepsInterfaces(t *testing.T) {
 		}
 	}
 }
+
+// The cost of a span where tracing is off: what each encoded batch pays.
+func BenchmarkStartOff(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := Start(ctx, "encode", KeyBytes.Int64(1))
+		span.End()
+	}
+}
