@@ -304,6 +304,9 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		return err
 	}
 	defer flushTraces(tracer, log)
+	if tracer != nil {
+		log.Info().Str("otlp_endpoint", c.otlpEndpoint).Msg("tracing: spans go to the OTLP collector")
+	}
 	store = tracer.WrapStore(store)
 	if c.demo {
 		if err := createDemoArrays(ctx, store, log); err != nil {
