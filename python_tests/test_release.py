@@ -4,7 +4,10 @@ platforms are the same command with other GOOS/GOARCH), the static binary
 and its stamped version, SHA256SUMS, the wheels installed into a fresh venv
 (the Spark jar inside, tileflight.local() serving), and the container
 image built and its flightd run from an export of its filesystem (skipped,
-saying so, where no podman, buildah or docker is installed).
+saying so, where no podman, buildah or docker is installed). README's
+install blocks (marked `<!-- install-test: NAME -->`) run as written: the
+binary, pip, the image (podman) and Maven (the jar installed into ~/.m2,
+then resolved offline by a consumer project from README's dependency block).
 """
 
 import glob
