@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql bench-sql-groupby diff-cond fixtures docs clean soak ingest-gib
+.PHONY: all setup pyclient jdbc sparkjar sparkjar-install build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql bench-sql-groupby diff-cond fixtures docs clean soak ingest-gib
 
 all: build
 
@@ -207,15 +207,24 @@ SQLGROUPBYARGS ?=
 bench-sql-groupby: setup build
 	$(VPY) benchmarks/sql_groupby.py --flightd bin/flightd --out benchmarks/RESULTS.md $(SQLGROUPBYARGS)
 
-# The Spark connector in Java (spark-connector/, format "tileflight-jvm"):
-# compiled against the jars of the venv's pyspark (Maven Central serves Spark
-# only up to 4.2.0), Arrow Flight's Java client fetched by Maven and shaded in.
+# The Spark connector in Java (spark-connector/, format "tileflight-jvm";
+# Maven coordinates io.tileflight:tileflight-spark_2.13): compiled against
+# Spark from Maven Central (provided scope; the first build fetches it, later
+# ones work offline), Arrow Flight's Java client shaded in, the version
+# stamped from VERSION (a leading v dropped). `make sparkjar-install` puts it
+# in the local Maven repository (~/.m2) for projects that depend on it.
 SPARK_JAR := spark-connector/target/tileflight-spark.jar
-SPARK_JARS = $(shell $(VPY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-$(SPARK_JAR): $(VENV)/.stamp spark-connector/pom.xml $(shell find spark-connector/src -type f 2>/dev/null)
-	cd spark-connector && mvn -q -B package -Dspark.jars="$(SPARK_JARS)" \
-	  -Dspark.version=$$($(abspath $(VPY)) -c 'import pyspark; print(pyspark.__version__)') \
-	  -Dscala.version=$$(basename "$(SPARK_JARS)"/scala-library-*.jar .jar | sed 's/scala-library-//')
+MVN_VERSION = $(patsubst v%,%,$(VERSION))
+# A stamp per version, so that a jar built for another VERSION is rebuilt.
+SPARK_REV = spark-connector/target/.revision-$(MVN_VERSION)
+$(SPARK_REV):
+	mkdir -p $(@D) && rm -f $(@D)/.revision-* && touch $@
+
+$(SPARK_JAR): $(SPARK_REV) spark-connector/pom.xml $(shell find spark-connector/src -type f 2>/dev/null)
+	cd spark-connector && mvn -q -B package -Drevision=$(MVN_VERSION)
+
+sparkjar-install: $(SPARK_JAR)
+	cd spark-connector && mvn -q -B install -Drevision=$(MVN_VERSION)
 
 sparkjar: $(SPARK_JAR)
 
@@ -251,8 +260,8 @@ release-check:
 	  || { echo "release: python/src/tileflight/__init__.py's __version__ is not $(RELVER)"; exit 1; }
 	@grep -q '^server = \["tileflight-server==$(RELVER)"\]$$' python/pyproject.toml \
 	  || { echo "release: python/pyproject.toml's server extra does not pin tileflight-server==$(RELVER)"; exit 1; }
-	@grep -q '<version>$(RELVER)</version>' spark-connector/pom.xml \
-	  || { echo "release: spark-connector/pom.xml's version is not $(RELVER)"; exit 1; }
+	@grep -q '<revision>$(RELVER)</revision>' spark-connector/pom.xml \
+	  || { echo "release: spark-connector/pom.xml's revision (its default version) is not $(RELVER)"; exit 1; }
 
 release: release-check
 	rm -rf $(DIST) && mkdir -p $(DIST)

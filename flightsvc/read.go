@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tileflight/tileflight/arrowconv"
 	"github.com/tileflight/tileflight/errkind"
@@ -16,6 +18,7 @@ import (
 	"github.com/tileflight/tileflight/reader/base"
 	"github.com/tileflight/tileflight/reader/ndarray"
 	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/tracing"
 	"github.com/tileflight/tileflight/transport"
 )
 
@@ -227,7 +230,10 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 	}
 	defer release()
 
-	rs, err := s.openStream(ctx, q)
+	pctx, span := tracing.Start(ctx, "plan", attribute.String("tileflight.array", q.Array))
+	rs, err := s.openStream(pctx, q)
+	tracing.Fail(span, err)
+	span.End()
 	if err != nil {
 		return toStatus(err)
 	}
@@ -246,17 +252,27 @@ func (s *Service) DoGet(t *aflight.Ticket, stream aflight.FlightService_DoGetSer
 // written, after sent (when not nil) has seen it.
 func SendRecords(ctx context.Context, stream aflight.FlightService_DoGetServer, sc *arrow.Schema,
 	next func() (arrow.RecordBatch, error), sent func(arrow.RecordBatch)) error {
-	var seen func(arrow.RecordBatch)
-	if sent != nil {
-		seen = func(rec arrow.RecordBatch) {
-			if z, ok := rec.(zstdRecord); ok {
-				rec = z.ZstdBatch
-			}
-			sent(rec)
+	// encode spans one record from the reader handing it over to its
+	// message written (IPC encoding, gRPC's flow control included).
+	var encode trace.Span
+	seen := func(rec arrow.RecordBatch) {
+		if encode != nil {
+			encode.End()
+			encode = nil
 		}
+		if sent == nil {
+			return
+		}
+		if z, ok := rec.(zstdRecord); ok {
+			rec = z.ZstdBatch
+		}
+		sent(rec)
 	}
 	return toStatus(transport.SendRecords(ctx, stream, sc, func() (arrow.RecordBatch, error) {
 		rec, err := next()
+		if err == nil && rec != nil {
+			_, encode = tracing.Start(ctx, "encode", attribute.Int64("tileflight.rows", rec.NumRows()))
+		}
 		if zb, ok := rec.(*reader.ZstdBatch); ok {
 			return zstdRecord{zb}, err
 		}

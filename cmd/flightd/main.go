@@ -44,6 +44,7 @@ import (
 	"github.com/tileflight/tileflight/sqlsvc/native"
 	"github.com/tileflight/tileflight/storage"
 	"github.com/tileflight/tileflight/tdbarray"
+	"github.com/tileflight/tileflight/tracing"
 	"github.com/tileflight/tileflight/transport"
 )
 
@@ -107,6 +108,7 @@ type serveConfig struct {
 	tileCacheBytes int64
 	metaCacheBytes int64
 	zeroCopySend   bool
+	otlpEndpoint   string
 	// configFile and printConfig: -config and -print-config (config.go);
 	// flags is the parsed set -print-config reads.
 	configFile  string
@@ -175,6 +177,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.Var(sizeFlag{&c.metaCacheBytes}, "metadata-cache-bytes", "decoded schemas and fragment metadata kept between queries (a `size`)")
 	fs.BoolVar(&c.zeroCopySend, "zero-copy-send", true, "plaintext only: DoGet record buffers go to the socket by reference, without gRPC's copy into its write buffer (transport/sendconn); false: gRPC's own 256 KiB write buffer, as under TLS")
 	fs.Var(memoryLimitFlag{&c.memoryLimit}, "memory-limit", "soft limit (a `size`) on the Go heap, making the garbage collector work harder near it (debug.SetMemoryLimit); 0: GOMEMLIMIT if set, else -memory-budget + 256 MiB; -1: none. Unless GOGC is set the collector also runs at GOGC=50")
+	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector receiving traces over OTLP/gRPC: HOST:PORT or http://HOST:PORT (plaintext), https://HOST:PORT (TLS); spans for each call, plan, storage read and encode (off when empty; OTEL_EXPORTER_OTLP_ENDPOINT alone does not turn it on)")
 	registerConfigFlags(fs, c)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: flightd [flags]\n       flightd inspect [-s3-* flags] PATH|s3://bucket/prefix/array\n       flightd version\n\nflags (each also read from TILEFLIGHT_<NAME>, then the -config file; sizes accept units: 512MiB, 1GiB):\n")
@@ -306,6 +309,16 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		mets = metrics.New()
 	}
 	store = mets.WrapStore(store)
+	ver, _, _ := versionInfo()
+	tracer, err := tracing.Setup(ctx, tracing.Config{Endpoint: c.otlpEndpoint, Version: ver})
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tracer, log)
+	if tracer != nil {
+		log.Info().Str("otlp_endpoint", c.otlpEndpoint).Msg("tracing: spans go to the OTLP collector")
+	}
+	store = tracer.WrapStore(store)
 	if c.demo {
 		if err := createDemoArrays(ctx, store, log); err != nil {
 			return fmt.Errorf("demo arrays: %w", err)
@@ -354,7 +367,6 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	svc := flightsvc.NewService(cfg)
 	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
-	ver, _, _ := versionInfo()
 	sqlServer, sqlImpl, err := sqlsvc.New(native.New(svc), log, ver)
 	if err != nil {
 		return fmt.Errorf("flight sql: %w", err)
@@ -383,6 +395,7 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		grpc.MaxConcurrentStreams(uint32(c.maxStreams)),
 	}
 	opts = append(opts, keepaliveOptions(c.idleTimeout)...)
+	opts = append(opts, tracer.ServerOptions()...)
 	scheme := "grpc"
 	var serverTLS *access.ServerTLS
 	tc := transport.Config{TLS: c.tlsCert != "", ZeroCopySend: c.zeroCopySend}
@@ -469,4 +482,13 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 	}
 	log.Info().Msg("flightd stopped")
 	return nil
+}
+
+// flushTraces sends the spans not yet exported before the daemon exits.
+func flushTraces(p *tracing.Provider, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		log.Warn().Err(err).Msg("traces not flushed")
+	}
 }
