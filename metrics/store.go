@@ -15,12 +15,47 @@ type Store struct {
 	m     *Metrics
 }
 
-// WrapStore returns s counted by m (s itself when m is nil).
+// WrapStore returns s counted by m (s itself when m is nil). The wrapper
+// keeps what s can do beyond storage.Store: reading a range into the
+// caller's buffer (counted as a get_range), storing a directory in one
+// step (put_dir), mapping objects into memory (storage.Mapper: not a
+// request, not counted) and cleaning a dead process's temporary files.
 func (m *Metrics) WrapStore(s storage.Store) storage.Store {
 	if m == nil {
 		return s
 	}
-	return &Store{inner: s, m: m}
+	st := &Store{inner: s, m: m}
+	if mp, ok := s.(storage.Mapper); ok {
+		return &mapStore{st, mp}
+	}
+	return st
+}
+
+// mapStore is a Store over a storage.Mapper.
+type mapStore struct {
+	*Store
+	storage.Mapper
+}
+
+// ReadRange implements storage.RangeReader: the wrapped store's when it
+// has one (else GetRange and a copy), counted as a get_range.
+func (s *Store) ReadRange(ctx context.Context, key string, off int64, dst []byte) error {
+	start := time.Now()
+	err := storage.ReadRange(ctx, s.inner, key, off, dst)
+	s.done("get_range", start, err)
+	if err == nil {
+		s.m.storeBytes.WithLabelValues("read").Add(float64(len(dst)))
+	}
+	return err
+}
+
+// CleanTemp implements storage.TempCleaner: the wrapped store's, and
+// nothing removed when it has none.
+func (s *Store) CleanTemp(ctx context.Context, olderThan time.Duration) (storage.TempCleaned, error) {
+	if tc, ok := s.inner.(storage.TempCleaner); ok {
+		return tc.CleanTemp(ctx, olderThan)
+	}
+	return storage.TempCleaned{}, nil
 }
 
 // Unwrap returns the wrapped store.

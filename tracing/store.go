@@ -109,6 +109,12 @@ type rangeMapStore struct {
 	storage.Mapper
 }
 
+// PutDir implements storage.DirPutter: the wrapped store's one-step
+// directory put when it has one, else its concurrent puts.
+func (s *Store) PutDir(ctx context.Context, dir string, files []storage.File) error {
+	return storage.PutDir(ctx, s.Store, dir, files)
+}
+
 // CleanTemp implements storage.TempCleaner: the wrapped store's, and
 // nothing removed when it has none.
 func (s *Store) CleanTemp(ctx context.Context, olderThan time.Duration) (storage.TempCleaned, error) {

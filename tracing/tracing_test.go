@@ -84,6 +84,12 @@ func TestWrapStoreKeepsInterfaces(t *testing.T) {
 		if _, ok := w.(storage.TempCleaner); !ok {
 			t.Errorf("%T wrapped is not a TempCleaner", st)
 		}
+		if _, ok := w.(storage.DirPutter); !ok {
+			t.Errorf("%T wrapped is not a DirPutter", st)
+		}
+		if err := storage.PutDir(context.Background(), w, "d", []storage.File{{Name: "x", Data: []byte("1")}}); err != nil {
+			t.Errorf("%T: PutDir: %v", st, err)
+		}
 		if err := w.Put(context.Background(), "a/b", []byte("xyz")); err != nil {
 			t.Fatal(err)
 		}
