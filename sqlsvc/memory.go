@@ -149,7 +149,7 @@ func (s *Server) metered(n gms.Node, b *budget) (gms.Node, error) {
 	}
 	out, _, err := transform.Node(n, func(n gms.Node) (gms.Node, transform.TreeIdentity, error) {
 		var what string
-		switch n.(type) {
+		switch g := n.(type) {
 		case *plan.Sort:
 			what = "ORDER BY"
 		case *plan.HashLookup:
@@ -161,7 +161,7 @@ func (s *Server) metered(n gms.Node, b *budget) (gms.Node, error) {
 		case *plan.GroupBy:
 			// Most aggregates keep a fixed state per group (charged through
 			// the memory manager); these keep every value they are given.
-			if !keepsValues(n.(*plan.GroupBy)) {
+			if !keepsValues(g) {
 				return n, transform.SameTree, nil
 			}
 			what = "an aggregate that keeps its values (median, quantiles, string_agg)"
