@@ -1,8 +1,10 @@
 """Shared pytest fixtures for python_tests."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -74,7 +76,12 @@ def spark(jdbc_jars):
          .config("spark.driver.memory", "1g"))
     jars = [jdbc_jars[1]]
     try:
-        jars.insert(0, jvm_jar())
+        # A copy: the JVM keeps the jar open for the whole session, and
+        # test_release.py rebuilds spark-connector/target in place (for
+        # another version), which would corrupt the open zip under it.
+        copy = os.path.join(tempfile.mkdtemp(prefix="tileflight-spark-"), "tileflight-spark.jar")
+        shutil.copyfile(jvm_jar(), copy)
+        jars.insert(0, copy)
     except FileNotFoundError:
         pass
     b = b.config("spark.jars", ",".join(jars)).config("spark.driver.extraJavaOptions", " ".join(JAVA_OPTS))

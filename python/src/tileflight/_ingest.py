@@ -51,6 +51,7 @@ def cut(batches: Iterable[pa.RecordBatch], limit: int, array: str, option_name: 
     the client option."""
     for b in batches:
         yield from _cut_one(b, limit, array, option_name)
+        del b  # not held while the next batch is made: a stream's memory stays one batch
 
 
 def _cut_one(b: pa.RecordBatch, limit: int, array: str, option_name: str) -> Iterator[Tuple[pa.RecordBatch, int]]:
@@ -125,6 +126,7 @@ def _piece(src: Pushback, budget: int) -> Iterator[pa.RecordBatch]:
             return
         n += size
         yield b
+        del b
 
 
 class DenseSplit:

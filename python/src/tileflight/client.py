@@ -589,8 +589,10 @@ class Client:
         # only so far.
         known = isinstance(data, (pa.Table, pa.RecordBatch, dict))
         held, fits = _ingest.lookahead(src, threshold if known else min(threshold, _ingest.LOOKAHEAD_BYTES))
+        held_rows, held_bytes = sum(b.num_rows for b, _ in held), sum(n for _, n in held)
         for item in reversed(held):
             src.push(item)
+        del held  # src holds them now, and lets each go once it is sent
         desc = None if fits else self.describe(name, timeout=timeout)
         if desc is not None and desc.get("type") == "dense" and not known:
             # A dense stream's staged pieces are held in memory; one whose
@@ -600,8 +602,7 @@ class Client:
             cells = 1
             for lo, hi in ranges:
                 cells *= hi - lo + 1
-            rows = sum(b.num_rows for b, _ in held)
-            if rows and sum(n for _, n in held) / rows * cells <= 0.8 * threshold:
+            if held_rows and held_bytes / held_rows * cells <= 0.8 * threshold:
                 desc = None
         with _progress.bar(progress, total, name) as bar:
             if desc is None or desc.get("type") not in ("sparse", "dense"):
@@ -662,9 +663,15 @@ class Client:
         except _ARROW_ERRORS as e:
             raise from_arrow(e) from e
         try:
+            pool = pa.default_memory_pool()
             for b in batches:
                 writer.write_batch(b)
                 bar.update(b.num_rows)
+                del b  # sent: not held while the next batch is made
+                # Arrow's allocator (mimalloc) keeps freed pages; a long
+                # streamed write would hold several batches' worth of RSS
+                # it no longer uses. Giving them back costs about 1 us.
+                pool.release_unused()
             writer.done_writing()
             buf = meta_reader.read()
         except _ARROW_ERRORS as e:
