@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tileflight/tileflight/storage"
@@ -98,4 +99,20 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Entry, error) {
 	e, err := s.inner.Stat(ctx, key)
 	s.done("stat", start, err)
 	return e, err
+}
+
+// Create implements storage.Creator when the wrapped store does; otherwise
+// it fails with errors.ErrUnsupported.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	c, ok := s.inner.(storage.Creator)
+	if !ok {
+		return fmt.Errorf("storage: create %q: %w", key, errors.ErrUnsupported)
+	}
+	start := time.Now()
+	err := c.Create(ctx, key, data)
+	s.done("create", start, err)
+	if err == nil {
+		s.m.storeBytes.WithLabelValues("write").Add(float64(len(data)))
+	}
+	return err
 }
