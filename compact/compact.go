@@ -478,6 +478,7 @@ func (c *Compactor) compact(ctx context.Context, array string) (int, *Status, er
 	}
 	defer stop()
 	start := time.Now()
+	log.Info().Int("fragments", n).Int64("at_ms", start.UnixMilli()).Msg("compaction started")
 	if testHook != nil {
 		testHook(array, true)
 		defer testHook(array, false)
@@ -513,7 +514,7 @@ func (c *Compactor) compact(ctx context.Context, array string) (int, *Status, er
 	}
 	now := time.Now()
 	st := &Status{At: now, Merged: merged, Written: res.Written, VacuumAt: now.Add(c.opt.VacuumGrace)}
-	log.Info().Int("merged", merged).Strs("written", res.Written).Dur("took", took).
+	log.Info().Int("merged", merged).Strs("written", res.Written).Dur("took", took).Int64("at_ms", now.UnixMilli()).
 		Time("vacuum_at", st.VacuumAt).Msg("compaction done")
 	return 0, st, nil
 }
