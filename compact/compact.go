@@ -465,7 +465,11 @@ func (c *Compactor) compact(ctx context.Context, array string) (int, *Status, er
 	}
 	lctx, stop, err := c.hold(ctx, array)
 	if err != nil {
-		log.Warn().Err(err).Msg("compaction: taking the lease")
+		if c.opt.Metrics != nil {
+			c.opt.Metrics.CompactionDone(0, 0, err)
+		}
+		log.Error().Err(err).Int("fragments", n).
+			Msg("compaction failed taking its lease; nothing was written, reads go on; it is retried after more writes")
 		return 0, nil, err
 	}
 	if lctx == nil {

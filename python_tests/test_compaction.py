@@ -242,7 +242,7 @@ def test_cluster_one_compactor_per_array(flightd_bin, moto):  # noqa: F811
     urls = [f"grpc://127.0.0.1:{p}" for p in ports]
     nodes = [Daemon(flightd_bin, f"s3://{bucket}/c", env=S3_ENV, args=s3_flags(moto.url) + [
         "-listen", f"127.0.0.1:{p}", "-advertise", u, "-peers", ",".join(urls),
-        "-compact-after", "6", "-vacuum-grace", "1s", "-compact-lease", "5s"]) for p, u in zip(ports, urls)]
+        "-compact-after", "4", "-vacuum-grace", "1s", "-compact-lease", "5s"]) for p, u in zip(ports, urls)]
     try:
         cs = [n.client() for n in nodes]
         action(cs[0], "create_array", dict(SCHEMA, array="a"))
@@ -253,7 +253,7 @@ def test_cluster_one_compactor_per_array(flightd_bin, moto):  # noqa: F811
         acked = set()
 
         def writer(i):
-            for k in range(i * 1000, i * 1000 + 24):
+            for k in range(i * 1000, i * 1000 + 10):
                 put(cs[i], "a", batch(k))
                 acked.add(k)
 
@@ -264,13 +264,19 @@ def test_cluster_one_compactor_per_array(flightd_bin, moto):  # noqa: F811
             put(cs[k % 2], "held", batch(k))
         for t in ts:
             t.join(120)
-        assert wait_for(lambda: action(cs[0], "describe", {"array": "a"})["fragment_count"] < 6, 30)
+        # Quiet: the last compaction has finished (no node's log shows one
+        # started and not ended) and the fragments are few.
+        def settled():
+            n_started = sum(len(logged(n, "compaction started", "a")) for n in nodes)
+            n_ended = sum(len(logged(n, "compaction done", "a")) for n in nodes)
+            return n_started == n_ended and action(cs[0], "describe", {"array": "a"})["fragment_count"] < 4
+        assert wait_for(settled, 60)
         # Each node's compactions of "a", as intervals: none overlap.
         spans = []
         for i, n in enumerate(nodes):
             s = [r["at_ms"] for r in logged(n, "compaction started", "a")]
             e = [r["at_ms"] for r in logged(n, "compaction done", "a")]
-            assert len(s) == len(e), (s, e)
+            assert len(s) == len(e), (s, e, [r for r in n.records() if r.get("array") == "a" and "compaction" in r.get("message", "")])
             spans += [(a, b, i) for a, b in zip(s, e)]
         spans.sort()
         for (a1, b1, n1), (a2, b2, n2) in zip(spans, spans[1:]):
@@ -301,6 +307,8 @@ def test_full_disk_during_compaction(flightd_bin, tmpfs):  # noqa: F811
     frags = sorted(os.listdir(tmpfs / "a" / "__fragments"))
     commits = sorted(os.listdir(tmpfs / "a" / "__commits"))
     filler = fill(tmpfs)
+    # Room for the lease (a page), not for the consolidated fragment.
+    os.truncate(filler, os.path.getsize(filler) - 8192)
     mport = free_port()
     d = Daemon(flightd_bin, tmpfs, args=["-compact-after", "4", "-vacuum-grace", "0s", "-metrics-listen", f"127.0.0.1:{mport}"])
     try:
@@ -308,17 +316,20 @@ def test_full_disk_during_compaction(flightd_bin, tmpfs):  # noqa: F811
         # The scan at start compacts "a": the disk is full.
         assert wait_for(lambda: metric(mport, 'tileflight_compactions_total{result="failed"}') == 1, 30)
         failed = [r for r in d.records() if r.get("message", "").startswith("compaction failed")]
-        assert failed and "storage is full" in failed[0]["error"], failed
+        assert len(failed) == 1 and "storage is full" in failed[0]["error"], failed
+        assert logged(d, "compaction started", "a"), "the lease, not the compaction, failed"
         # Nothing partial is visible, reads go on, TileDB opens the array.
         assert flightd_writes(c) == before == tiledb_writes(str(tmpfs / "a"))
         assert sorted(os.listdir(tmpfs / "a" / "__fragments")) == frags
         assert sorted(os.listdir(tmpfs / "a" / "__commits")) == commits
         assert action(c, "describe", {"array": "a"})["fragment_count"] == 8
-        # Space again: the next write triggers a compaction that succeeds.
+        # Space again: -compact-after more writes bring a compaction that
+        # succeeds.
         os.remove(filler)
-        put(c, "a", batch(99_999))
+        for k in range(4):
+            put(c, "a", batch(99_990 + k))
         assert wait_for(lambda: action(c, "describe", {"array": "a"})["fragment_count"] == 1, 30)
-        assert flightd_writes(c) == before | {99_999} == tiledb_writes(str(tmpfs / "a"))
+        assert flightd_writes(c) == before | set(range(99_990, 99_994)) == tiledb_writes(str(tmpfs / "a"))
         assert metric(mport, 'tileflight_compactions_total{result="done"}') == 1
     finally:
         d.stop()
