@@ -323,7 +323,8 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.RawMessage(withEncrypted(b, encrypted)), nil
+	// What describe answers for the new array.
+	return json.RawMessage(withMembers(withEncrypted(b, encrypted), "fragment_count", 0, "last_compaction", nil)), nil
 }
 
 // takeEncrypted removes create_array's "encrypted" flag, which is not
