@@ -8,14 +8,12 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"time"
 
 	aflight "github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/datatype"
-	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/query"
 	"github.com/tileflight/tileflight/reader/ndarray"
@@ -39,7 +37,7 @@ var actions = map[string]actionDef{
 		run:  (*Service).actListArrays,
 	},
 	"describe": {
-		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Schema JSON"), with "fragment_count" (visible fragments) and "last_compaction" (the newest consolidated fragment: {"fragment", "timestamps", "time"}, or null).`,
+		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Schema JSON"), with "fragment_count" (visible fragments) and "last_compaction" (the newest consolidated fragment: {"fragment", "timestamps"}, or null).`,
 		run:  (*Service).actDescribe,
 	},
 	"create_array": {
@@ -216,22 +214,21 @@ func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
 	b = withEncrypted(b, a.Encrypted)
 	return json.RawMessage(withMembers(b,
 		"fragment_count", len(a.Fragments),
-		"last_compaction", s.lastCompaction(ctx, a))), nil
+		"last_compaction", lastCompaction(a))), nil
 }
 
-// compactionJSON is describe's "last_compaction".
+// compactionJSON is describe's "last_compaction": the fragment and the
+// timestamps of the writes it merged (the same on every node and store:
+// nothing of the storage's clock).
 type compactionJSON struct {
 	Fragment   string    `json:"fragment"`
 	Timestamps [2]uint64 `json:"timestamps"`
-	// Time is when it was written (its metadata file's modification
-	// time), RFC 3339; "" where the store does not say.
-	Time string `json:"time"`
 }
 
 // lastCompaction finds the newest visible fragment that a consolidation
 // wrote (its name spans a time range; a write's is one instant), nil
 // when there is none.
-func (s *Service) lastCompaction(ctx context.Context, a *tdbarray.Array) *compactionJSON {
+func lastCompaction(a *tdbarray.Array) *compactionJSON {
 	var last *tdbarray.Fragment
 	for _, f := range a.Fragments {
 		if f.Start < f.End && (last == nil || f.End >= last.End) {
@@ -241,11 +238,7 @@ func (s *Service) lastCompaction(ctx context.Context, a *tdbarray.Array) *compac
 	if last == nil {
 		return nil
 	}
-	out := &compactionJSON{Fragment: last.Name, Timestamps: [2]uint64{last.Start, last.End}}
-	if e, err := s.cfg.Store.Stat(ctx, last.Key(a, names.FragmentMetadataFile)); err == nil && !e.ModTime.IsZero() {
-		out.Time = e.ModTime.UTC().Format(time.RFC3339Nano)
-	}
-	return out
+	return &compactionJSON{Fragment: last.Name, Timestamps: [2]uint64{last.Start, last.End}}
 }
 
 // describeOnly are describe's members that are not part of the schema
