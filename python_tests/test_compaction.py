@@ -198,7 +198,7 @@ def test_kill9_during_compaction(flightd_bin, tmp_path):  # noqa: F811
     t0 = time.time()
     for trial in range(trials):
         c = d.client()
-        deadline = time.time() + rnd.uniform(0.05, 0.5)
+        deadline = time.time() + rnd.uniform(0.05, 0.35)
         while time.time() < deadline:
             try:
                 put(c, "a", batch(k))
