@@ -430,3 +430,29 @@ func TestCloseStopsSafely(t *testing.T) {
 		t.Fatalf("uncommitted fragments left by a stopped compaction: %v", stray)
 	}
 }
+
+// FuzzLeaseObject: whatever bytes a lease object holds (a damaged or
+// hostile one), Acquire neither panics nor fails: it is a lease of its
+// owner until its expiry, or expired.
+func FuzzLeaseObject(f *testing.F) {
+	f.Add([]byte(`{"owner":"x","expires":99999999999999}`))
+	f.Add([]byte(`{"owner":"me","expires":1}`))
+	f.Add([]byte(`{garbage`))
+	f.Add([]byte(`{"owner":7,"expires":"soon"}`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctx := context.Background()
+		st := storage.NewMem()
+		l := NewLeases(st, "me", time.Minute)
+		if err := st.Put(ctx, l.key("a", 1), b); err != nil {
+			t.Fatal(err)
+		}
+		h, err := l.Acquire(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != nil && h.gen != 1 && h.gen != 2 {
+			t.Fatalf("generation %d", h.gen)
+		}
+	})
+}
