@@ -14,7 +14,7 @@ BENCHTIME ?= 1x
 # same everywhere.
 export GOFLAGS ?= -mod=mod -tags=nodynamic
 
-.PHONY: all setup pyclient jdbc sparkjar sparkjar-install build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql bench-sql-groupby diff-cond fixtures docs clean soak ingest-gib
+.PHONY: all setup pyclient jdbc sparkjar sparkjar-install build test test-go race fmtvet gotest pytest vet serve fuzz bench bench-array bench-b2nd bench-cond bench-ingest bench-kernels bench-s3 bench-spark bench-sql bench-sql-groupby diff-cond fixtures docs clean soak soak-compact ingest-gib
 
 all: build
 
@@ -151,6 +151,13 @@ bench-s3: setup build
 SOAK_ARGS ?=
 soak: setup build
 	cd python_tests && TILEFLIGHT_FLIGHTD=$(abspath bin/flightd) ../$(VPY) -m soak.run --out $(abspath soak-results.json) $(SOAK_ARGS)
+
+# kill -9 of a compacting daemon at random moments, at full size (300
+# trials, about 15 minutes; `make test` runs 30 in test_compaction.py).
+# COMPACT_KILL_TRIALS and COMPACT_KILL_SEED change it.
+COMPACT_KILL_TRIALS ?= 300
+soak-compact: setup build
+	COMPACT_KILL_TRIALS=$(COMPACT_KILL_TRIALS) $(PYENV) $(VPY) -m pytest -q -s python_tests/test_compaction.py -k kill9
 
 # Spark count()/sum() through tileflight.spark vs Spark over the same data
 # in Parquet (appends to benchmarks/RESULTS.md; minutes, not in `make test`).

@@ -37,7 +37,7 @@ var actions = map[string]actionDef{
 		run:  (*Service).actListArrays,
 	},
 	"describe": {
-		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Schema JSON").`,
+		desc: `Describe an array. Body: {"array": NAME}. Result: the array's schema JSON (docs/protocol.md, "Schema JSON"), with "fragment_count" (visible fragments) and "last_compaction" (the newest consolidated fragment: {"fragment", "timestamps"}, or null).`,
 		run:  (*Service).actDescribe,
 	},
 	"create_array": {
@@ -211,7 +211,61 @@ func (s *Service) actDescribe(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, err)
 	}
-	return json.RawMessage(withEncrypted(b, a.Encrypted)), nil
+	b = withEncrypted(b, a.Encrypted)
+	return json.RawMessage(withMembers(b,
+		"fragment_count", len(a.Fragments),
+		"last_compaction", lastCompaction(a))), nil
+}
+
+// compactionJSON is describe's "last_compaction": the fragment and the
+// timestamps of the writes it merged (the same on every node and store:
+// nothing of the storage's clock).
+type compactionJSON struct {
+	Fragment   string    `json:"fragment"`
+	Timestamps [2]uint64 `json:"timestamps"`
+}
+
+// lastCompaction finds the newest visible fragment that a consolidation
+// wrote (its name spans a time range; a write's is one instant), nil
+// when there is none.
+func lastCompaction(a *tdbarray.Array) *compactionJSON {
+	var last *tdbarray.Fragment
+	for _, f := range a.Fragments {
+		if f.Start < f.End && (last == nil || f.End >= last.End) {
+			last = f
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return &compactionJSON{Fragment: last.Name, Timestamps: [2]uint64{last.Start, last.End}}
+}
+
+// describeOnly are describe's members that are not part of the schema
+// JSON: create_array ignores them, so that describe's output fed back
+// makes an array like it.
+var describeOnly = []string{"fragment_count", "last_compaction"}
+
+// withMembers appends members, in order, to the JSON object b (as
+// withEncrypted does: the schema JSON keeps its order).
+func withMembers(b []byte, members ...any) []byte {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return b
+	}
+	out := append([]byte(nil), b[:len(b)-1]...)
+	for i := 0; i+1 < len(members); i += 2 {
+		raw, err := json.Marshal(members[i+1])
+		if err != nil {
+			return b
+		}
+		if len(bytes.TrimSpace(out)) > 1 { // not "{"
+			out = append(out, ',')
+		}
+		out = append(out, fmt.Sprintf("%q:", members[i])...)
+		out = append(out, raw...)
+	}
+	return append(out, '}')
 }
 
 func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
@@ -262,7 +316,8 @@ func (s *Service) actCreate(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.RawMessage(withEncrypted(b, encrypted)), nil
+	// What describe answers for the new array.
+	return json.RawMessage(withMembers(withEncrypted(b, encrypted), "fragment_count", 0, "last_compaction", nil)), nil
 }
 
 // takeEncrypted removes create_array's "encrypted" flag, which is not
@@ -275,8 +330,19 @@ func takeEncrypted(body []byte) ([]byte, bool, error) {
 	if err := json.Unmarshal(body, &obj); err != nil {
 		return nil, false, err
 	}
+	dropped := false
+	for _, k := range describeOnly {
+		if _, ok := obj[k]; ok {
+			delete(obj, k)
+			dropped = true
+		}
+	}
 	raw, ok := obj["encrypted"]
 	if !ok {
+		if dropped {
+			out, err := json.Marshal(obj)
+			return out, false, err
+		}
 		return body, false, nil
 	}
 	var enc bool

@@ -192,6 +192,9 @@ func (s *Service) actCommitFragments(ctx context.Context, body []byte) (any, err
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", name, storageErr(err))
 	}
+	if st.Commit != "" {
+		s.notifyWrite(name, len(st.Fragments))
+	}
 	return map[string]any{"committed": st.Fragments, "commit": st.Commit}, nil
 }
 

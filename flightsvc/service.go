@@ -98,10 +98,25 @@ type Config struct {
 	// once (a client: the credential's name, or without one the client's
 	// connection). 0: half of MaxConcurrentStreams.
 	MaxQueriesPerPeer int
+	// Compaction, when set, hears of every committed write (automatic
+	// compaction: package compact).
+	Compaction Notifier
 	// QueueWait is how long a DoGet or DoPut waits for a free stream slot
 	// (at most until its own deadline) before RESOURCE_EXHAUSTED. 0:
 	// refuse at once.
 	QueueWait time.Duration
+}
+
+// Notifier hears that a write committed fragments to an array.
+type Notifier interface {
+	Notify(array string, fragments int)
+}
+
+// notifyWrite tells the compaction policy about a committed write.
+func (s *Service) notifyWrite(array string, fragments int) {
+	if s.cfg.Compaction != nil {
+		s.cfg.Compaction.Notify(array, fragments)
+	}
 }
 
 // Service implements the Flight RPCs.

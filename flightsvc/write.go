@@ -219,6 +219,9 @@ func (s *Service) write(ctx context.Context, q *query.Query, rdr RecordSource) (
 	if frags == nil {
 		frags = []string{}
 	}
+	if !q.Stage {
+		s.notifyWrite(q.Array, len(frags))
+	}
 	return &putResult{Fragments: frags, Rows: res.Rows, Staged: q.Stage}, nil
 }
 

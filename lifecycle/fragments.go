@@ -232,7 +232,7 @@ func consolidateFragments(ctx context.Context, st storage.Store, dir string, opt
 		q.Subarray = append(q.Subarray, query.DimRanges{Dim: s.Dimensions[i].Name, Ranges: []query.Range{{
 			Lo: query.Value{Num: json.Number(dd.str(i, r.lo))}, Hi: query.Value{Num: json.Number(dd.str(i, r.hi))}}}})
 	}
-	rd, err := reader.Open(ctx, st, q, reader.Options{EncryptionKey: opt.EncryptionKey})
+	rd, err := reader.Open(ctx, st, q, reader.Options{EncryptionKey: opt.EncryptionKey, Workers: opt.Workers})
 	if err != nil {
 		return nil, err
 	}

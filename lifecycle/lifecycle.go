@@ -53,6 +53,10 @@ type Options struct {
 	// MaxFragmentBytes bounds the memory of a fragment consolidation's
 	// writer (see writer.Options); 0 = the writer's default.
 	MaxFragmentBytes int64
+	// Workers bounds the tiles the consolidation's read fetches and
+	// unfilters in parallel (0: one per CPU); a background compaction
+	// sets it low to leave the CPUs to queries.
+	Workers int
 	// Timestamp stamps nothing: consolidated names carry the timestamps of
 	// what they consolidate, as TileDB's do.
 }

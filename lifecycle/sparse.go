@@ -76,7 +76,7 @@ func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *t
 	}
 	defer sw.Abort()
 	for _, t := range ts {
-		if err := appendAt(ctx, st, dir, cols, t, opt.EncryptionKey, sw); err != nil {
+		if err := appendAt(ctx, st, dir, cols, t, reader.Options{EncryptionKey: opt.EncryptionKey, Workers: opt.Workers}, sw); err != nil {
 			return nil, err
 		}
 	}
@@ -92,10 +92,10 @@ func consolidateSparse(ctx context.Context, st storage.Store, dir string, all *t
 
 // appendAt streams the cells written at t (a read of [t, t]) into sw,
 // each stamped t.
-func appendAt(ctx context.Context, st storage.Store, dir string, cols []string, t uint64, key []byte, sw *writer.SparseWriter) error {
+func appendAt(ctx context.Context, st storage.Store, dir string, cols []string, t uint64, ropt reader.Options, sw *writer.SparseWriter) error {
 	q := &query.Query{Array: dir, Columns: cols, Layout: query.LayoutGlobal, Limit: -1,
 		Timestamp: &query.Timestamp{Start: t, End: t}}
-	rd, err := reader.Open(ctx, st, q, reader.Options{EncryptionKey: key})
+	rd, err := reader.Open(ctx, st, q, ropt)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,8 @@
 // Prometheus provider), rows and bytes in and out, storage requests and
 // bytes (a storage.Store wrapper), metadata and tile cache hits and misses,
 // the build's version (tileflight_build_info), the reader's memory
-// budget in use, DoPut fragments committed and writes aborted, and the Go
+// budget in use, DoPut fragments committed and writes aborted, automatic
+// compactions (runs, fragments merged, seconds) and their vacuums, and the Go
 // runtime and process collectors (goroutines, open file descriptors, RSS).
 //
 // It sits above storage and beside flight: flight reports into a *Metrics
@@ -13,6 +14,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +41,12 @@ type Metrics struct {
 	fragments  prometheus.Counter
 	aborted    prometheus.Counter
 	putsOK     prometheus.Counter
+
+	compactions     *prometheus.CounterVec // result
+	compactMerged   prometheus.Counter
+	compactSeconds  prometheus.Histogram
+	compactVacuums  *prometheus.CounterVec // result
+	compactVacuumed prometheus.Counter
 }
 
 // Gauges are values read when Prometheus scrapes; nil fields are left out.
@@ -102,7 +110,34 @@ func New() *Metrics {
 		Namespace: Namespace, Name: "doput_aborted_total",
 		Help: "DoPut calls that began writing and were rolled back (bad data, a limit, the client hanging up); their fragments were deleted.",
 	})
+	m.compactions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "compactions_total",
+		Help: "Automatic compactions (-compact-after) by result: done (fragments merged), nothing (TileDB's rules left nothing to merge), failed (nothing partial visible; see the log).",
+	}, []string{"result"})
+	m.compactMerged = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "compaction_fragments_merged_total",
+		Help: "Fragments merged into consolidated ones by automatic compactions.",
+	})
+	m.compactSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "compaction_seconds",
+		Help:    "Time automatic compactions took (every result); its _sum is the seconds spent compacting.",
+		Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 1800},
+	})
+	m.compactVacuums = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "compaction_vacuums_total",
+		Help: "Vacuums run -vacuum-grace after automatic compactions, by result (done, failed).",
+	}, []string{"result"})
+	m.compactVacuumed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "compaction_vacuumed_total",
+		Help: "Fragments, commit and .vac files removed by the vacuums after automatic compactions.",
+	})
+	for _, r := range []string{"done", "nothing", "failed"} {
+		m.compactions.WithLabelValues(r)
+	}
+	m.compactVacuums.WithLabelValues("done")
+	m.compactVacuums.WithLabelValues("failed")
 	m.reg.MustRegister(m.grpc, m.rows, m.bytes, m.storeReqs, m.storeBytes, m.storeLat, m.fragments, m.putsOK, m.aborted,
+		m.compactions, m.compactMerged, m.compactSeconds, m.compactVacuums, m.compactVacuumed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -212,4 +247,34 @@ func (m *Metrics) PutAborted() {
 	if m != nil {
 		m.aborted.Inc()
 	}
+}
+
+// CompactionDone records one automatic compaction (compact.Recorder).
+func (m *Metrics) CompactionDone(merged int, took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "done"
+	switch {
+	case err != nil:
+		result = "failed"
+	case merged == 0:
+		result = "nothing"
+	}
+	m.compactions.WithLabelValues(result).Inc()
+	m.compactMerged.Add(float64(merged))
+	m.compactSeconds.Observe(took.Seconds())
+}
+
+// VacuumDone records the vacuum after a compaction (compact.Recorder).
+func (m *Metrics) VacuumDone(removed int, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.compactVacuums.WithLabelValues("failed").Inc()
+		return
+	}
+	m.compactVacuums.WithLabelValues("done").Inc()
+	m.compactVacuumed.Add(float64(removed))
 }

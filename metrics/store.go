@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tileflight/tileflight/storage"
@@ -147,6 +148,22 @@ func (s *Store) PutDir(ctx context.Context, dir string, files []storage.File) er
 			n += len(f.Data)
 		}
 		s.m.storeBytes.WithLabelValues("write").Add(float64(n))
+	}
+	return err
+}
+
+// Create implements storage.Creator when the wrapped store does; otherwise
+// it fails with errors.ErrUnsupported.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	c, ok := s.inner.(storage.Creator)
+	if !ok {
+		return fmt.Errorf("storage: create %q: %w", key, errors.ErrUnsupported)
+	}
+	start := time.Now()
+	err := c.Create(ctx, key, data)
+	s.done("create", start, err)
+	if err == nil {
+		s.m.storeBytes.WithLabelValues("write").Add(float64(len(data)))
 	}
 	return err
 }

@@ -13,9 +13,11 @@ import (
 // Mem is an in-memory Store. Directories exist only as prefixes of keys,
 // as in an object store: there are no empty directories.
 type Mem struct {
-	mu   sync.RWMutex
-	objs map[string]memObj
-	now  func() time.Time
+	mu sync.RWMutex
+	// createMu serializes Create's check and write.
+	createMu sync.Mutex
+	objs     map[string]memObj
+	now      func() time.Time
 }
 
 type memObj struct {

@@ -130,8 +130,25 @@ func isArrayListing(entries []storage.Entry) bool {
 	return false
 }
 
-// Open opens the array at dir.
+// openAttempts bounds Open's tries when files it listed vanish before it
+// reads them.
+const openAttempts = 3
+
+// Open opens the array at dir. A vacuum running at the same moment may
+// remove a file between the listing and its read (a commit, a .vac file,
+// a superseded fragment's metadata): the array is then listed again, up
+// to openAttempts times, so that an open racing a vacuum sees the state
+// after it instead of failing.
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
+	for attempt := 1; ; attempt++ {
+		a, err := open(ctx, st, dir, opt)
+		if err == nil || attempt == openAttempts || !errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil {
+			return a, err
+		}
+	}
+}
+
+func open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
 	a := &Array{Store: st, Dir: dir, Start: opt.Start, End: opt.End,
 		codec: filters.GenericTileCodec{EncryptionKey: opt.EncryptionKey}, cache: opt.Cache}
 	if a.End == 0 && !opt.EndSet {

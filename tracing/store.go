@@ -2,6 +2,8 @@ package tracing
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -107,6 +109,17 @@ type mapStore struct {
 type rangeMapStore struct {
 	rangeStore
 	storage.Mapper
+}
+
+// Create implements storage.Creator (the compaction lease's conditional
+// create) when the wrapped store does; otherwise it fails with
+// errors.ErrUnsupported.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	c, ok := s.Store.(storage.Creator)
+	if !ok {
+		return fmt.Errorf("storage: create %q: %w", key, errors.ErrUnsupported)
+	}
+	return c.Create(ctx, key, data)
 }
 
 // PutDir implements storage.DirPutter: the wrapped store's one-step

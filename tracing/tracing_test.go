@@ -84,6 +84,11 @@ func TestWrapStoreKeepsInterfaces(t *testing.T) {
 		if _, ok := w.(storage.TempCleaner); !ok {
 			t.Errorf("%T wrapped is not a TempCleaner", st)
 		}
+		if c, ok := w.(storage.Creator); !ok {
+			t.Errorf("%T wrapped is not a Creator", st)
+		} else if err := c.Create(context.Background(), "lease", []byte("1")); err != nil {
+			t.Errorf("%T: Create: %v", st, err)
+		}
 		if _, ok := w.(storage.DirPutter); !ok {
 			t.Errorf("%T wrapped is not a DirPutter", st)
 		}

@@ -14,6 +14,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +37,7 @@ import (
 
 	"github.com/tileflight/tileflight/access"
 	"github.com/tileflight/tileflight/calls"
+	"github.com/tileflight/tileflight/compact"
 	"github.com/tileflight/tileflight/flightsvc"
 	"github.com/tileflight/tileflight/internal/idletrim"
 	"github.com/tileflight/tileflight/metrics"
@@ -90,6 +93,9 @@ type serveConfig struct {
 	jwtAudience     string
 	shutdownTimeout time.Duration
 	vacuumGrace     time.Duration
+	compactAfter    int
+	compactWorkers  int
+	compactLease    time.Duration
 	tempGrace       time.Duration
 	fsync           string
 	s3              s3Flags
@@ -158,7 +164,10 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.jwtIssuer, "jwt-issuer", "", "the \"iss\" a JWT must carry (empty: any)")
 	fs.StringVar(&c.jwtAudience, "jwt-audience", "", "an \"aud\" a JWT must carry (empty: any)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for streams to drain")
-	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none)")
+	fs.DurationVar(&c.vacuumGrace, "vacuum-grace", time.Hour, "a fragments vacuum removes uncommitted fragments (staged writes never committed, leftovers of failed writes) older than this (0: none); an automatic compaction is vacuumed this long after it (queries opened before keep reading their snapshot)")
+	fs.IntVar(&c.compactAfter, "compact-after", 0, "automatic compaction: once an array has this many fragments newer than its last consolidation, consolidate them (mode fragments, TileDB's rules) in the background, then vacuum after -vacuum-grace (0: off; e.g. 64)")
+	fs.IntVar(&c.compactWorkers, "compact-workers", 1, "arrays compacted at once by automatic compaction (each reads with this many tile workers): the share of the machine compaction may take")
+	fs.DurationVar(&c.compactLease, "compact-lease", time.Minute, "how long the per-array compaction lease lasts unless renewed (renewed every third of it); one node of a cluster compacts an array at a time, and a node killed holding one delays that array's compaction this long")
 	fs.StringVar(&c.fsync, "fsync", "always", "local -data only: always (every file a write stores is flushed to the disk before the write is acknowledged: it survives a power loss) or never (files are left to the kernel's writeback: a write stays whole or absent and survives the daemon being killed, but a power loss or kernel crash may lose the last acknowledged writes)")
 	fs.DurationVar(&c.tempGrace, "temp-grace", 10*time.Minute, "startup and every vacuum remove the hidden .tfput-* entries (staged writes, dropped arrays) that a killed process left in a local -data, once untouched this long; a running process's are never removed")
 	c.s3.register(fs)
@@ -218,6 +227,15 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	}
 	if c.key != "" && len(c.key) != 32 {
 		return nil, fmt.Errorf("encryption key: %d bytes, AES-256-GCM keys are 32", len(c.key))
+	}
+	if c.compactAfter < 0 || c.compactAfter == 1 {
+		return nil, fmt.Errorf("-compact-after %d: want 0 (off) or at least 2 fragments", c.compactAfter)
+	}
+	if c.compactWorkers < 1 {
+		return nil, fmt.Errorf("-compact-workers %d: want at least 1", c.compactWorkers)
+	}
+	if c.compactLease < 3*time.Second {
+		return nil, fmt.Errorf("-compact-lease %s: want at least 3s (it is renewed every third of it)", c.compactLease)
 	}
 	if c.peers != "" && c.advertise == "" {
 		return nil, errors.New("-peers needs -advertise (this node's own URL)")
@@ -365,7 +383,27 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		}
 		cfg.Cluster = cl
 	}
-	svc := flightsvc.NewService(cfg)
+	var svc *flightsvc.Service
+	comp := compact.New(store, compact.Options{
+		After: c.compactAfter, Workers: c.compactWorkers, VacuumGrace: c.vacuumGrace, LeaseTTL: c.compactLease,
+		Owner: compactOwner(c.advertise), EncryptionKey: cfg.EncryptionKey, MaxFragmentBytes: c.maxFragBytes,
+		Log: log, Metrics: mets,
+		Arrays: func(ctx context.Context) ([]string, error) {
+			es, err := svc.ListArrays(ctx, "")
+			if err != nil {
+				return nil, err
+			}
+			out := make([]string, 0, len(es))
+			for _, e := range es {
+				out = append(out, e.Name)
+			}
+			return out, nil
+		},
+	})
+	if comp != nil {
+		cfg.Compaction = comp
+	}
+	svc = flightsvc.NewService(cfg)
 	// Flight SQL on the same port (docs/protocol.md, "Flight SQL").
 	sqlServer, sqlImpl, err := sqlsvc.New(native.New(svc), log, ver)
 	if err != nil {
@@ -454,6 +492,11 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		defer cancel()
 		go cfg.Cluster.Start(cctx)
 	}
+	if comp != nil {
+		comp.Start(ctx)
+		defer comp.Close()
+		log.Info().Int("after", c.compactAfter).Int("workers", c.compactWorkers).Dur("vacuum_grace", c.vacuumGrace).Msg("automatic compaction on")
+	}
 	if ready != nil {
 		ready <- addr
 	}
@@ -480,6 +523,8 @@ func serve(ctx context.Context, c *serveConfig, log zerolog.Logger, ready chan<-
 		log.Warn().Dur("timeout", c.shutdownTimeout).Msg("streams did not drain in time; stopping")
 		srv.Stop()
 	}
+	// Running compactions stop at a safe point (nothing partial visible).
+	comp.Close()
 	log.Info().Msg("flightd stopped")
 	return nil
 }
@@ -491,4 +536,17 @@ func flushTraces(p *tracing.Provider, log zerolog.Logger) {
 	if err := p.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("traces not flushed")
 	}
+}
+
+// compactOwner names this process in compaction leases: the node's URL
+// (or host name), its pid and a random part, so that a restarted daemon
+// never takes its dead predecessor's lease for its own.
+func compactOwner(advertise string) string {
+	node := advertise
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	return fmt.Sprintf("%s pid %d %s", node, os.Getpid(), hex.EncodeToString(rnd[:]))
 }

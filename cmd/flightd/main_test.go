@@ -48,10 +48,18 @@ func TestFlagsWithEnvironmentFallback(t *testing.T) {
 		{"-encryption-key", "0123456789abcdeF0123456789abcdeF", "-encryption-key-file", keyFile},
 		{"-encryption-key-file", keyFile + ".missing"},
 		{"-max-fragment-bytes", "0"},
+		{"-compact-after", "-1"},
+		{"-compact-after", "1"},
+		{"-compact-after", "64", "-compact-workers", "0"},
+		{"-compact-lease", "1s"},
 	} {
 		if _, err := parseServeFlags(bad, &bytes.Buffer{}, getenv); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	c, err = parseServeFlags([]string{"-compact-after", "64", "-compact-workers", "2", "-compact-lease", "30s"}, &bytes.Buffer{}, getenv)
+	if err != nil || c.compactAfter != 64 || c.compactWorkers != 2 || c.compactLease != 30*time.Second {
+		t.Fatalf("compaction flags: %+v %v", c, err)
 	}
 	env["TILEFLIGHT_MEMORY_BUDGET"] = "lots"
 	if _, err := parseServeFlags(nil, &bytes.Buffer{}, getenv); err == nil || !strings.Contains(err.Error(), "TILEFLIGHT_MEMORY_BUDGET") {

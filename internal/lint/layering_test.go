@@ -18,7 +18,7 @@ type layerRule struct {
 
 // engine is every package that does the work of a query or a write;
 // services and the transport sit above it, the format below it.
-var engine = []string{"tdbarray", "reader", "writer", "lifecycle", "query", "arrowconv"}
+var engine = []string{"tdbarray", "reader", "writer", "lifecycle", "compact", "query", "arrowconv"}
 
 // services are the RPC-facing packages.
 var services = []string{"flightsvc", "sqlsvc", "mux", "transport", "cmd"}
@@ -47,7 +47,8 @@ var layerRules = []layerRule{
 		Why: "the read path never writes and never knows the RPC that asked"},
 	{From: "writer", Forbid: concat([]string{"reader", "lifecycle"}, services),
 		Why: "the write path never reads through the query engine and never knows the RPC that asked"},
-	{From: "lifecycle", Forbid: services, Why: "array lifecycle (consolidate, vacuum, delete) is engine, not service"},
+	{From: "lifecycle", Forbid: concat([]string{"compact"}, services), Why: "array lifecycle (consolidate, vacuum, delete) is engine, not service"},
+	{From: "compact", Forbid: services, Why: "automatic compaction is policy over lifecycle: it knows no RPC (the service only notifies it)"},
 	{From: "transport", Forbid: concat([]string{"flightsvc", "sqlsvc", "mux", "storage", "tdbarray", "reader", "writer", "lifecycle", "query"}),
 		Why: "the transport moves Arrow messages over gRPC; it knows nothing of arrays"},
 	{From: "flightsvc", Forbid: []string{"sqlsvc", "mux", "cmd",

@@ -837,3 +837,38 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Entry, error) {
 
 // Options returns the options the store was opened with (defaults filled).
 func (s *Store) Options() Options { return s.opt }
+
+var _ storage.Creator = (*Store)(nil)
+
+// Create writes key only when it does not exist, with one PUT carrying
+// If-None-Match: * (S3's conditional write; MinIO, R2 and moto honour it
+// too): 412 Precondition Failed, or 409 when a concurrent conditional
+// write of the key is in progress, is storage.ErrExists. A retried
+// request whose first attempt landed also sees ErrExists: callers that
+// need to know read the object back.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	if err := ctxErr(ctx, "create", key); err != nil {
+		return err
+	}
+	if _, err := storage.CleanKey(key); err != nil {
+		return fmt.Errorf("storage: create: %w", err)
+	}
+	s.blocks.dropKey(key)
+	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket: aws.String(s.opt.Bucket), Key: aws.String(s.objKey(key)),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch: aws.String("*"),
+	})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			switch ae.ErrorCode() {
+			case "PreconditionFailed", "ConditionalRequestConflict":
+				return fmt.Errorf("storage: create %q: %w", key, storage.ErrExists)
+			}
+		}
+		return wrapErr("create", key, s.classify(err))
+	}
+	s.blocks.dropKey(key)
+	return nil
+}
