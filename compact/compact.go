@@ -26,6 +26,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/lifecycle"
 	"github.com/tileflight/tileflight/storage"
@@ -104,6 +105,7 @@ type arrayState struct {
 	queued   bool // a compact job is queued
 	running  bool
 	again    bool // the threshold was reached again while running
+	busy     bool // a compaction, vacuum or Exclusive call holds the array here
 	vacTimer *time.Timer
 	status   Status
 }
@@ -326,6 +328,50 @@ func (c *Compactor) scheduleVacuum(array string, at time.Time) {
 	})
 }
 
+// take marks array busy here; false when it already is.
+func (c *Compactor) take(array string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stateLocked(array)
+	if s.busy {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+func (c *Compactor) give(array string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stateLocked(array).busy = false
+}
+
+// Exclusive runs fn while no compaction or vacuum of array runs, on this
+// node or (through the array's lease) on another: the consolidate and
+// vacuum actions run under it, so that two consolidations of one array
+// never overlap (their results would both stay visible; an array with
+// duplicates would read some cells twice). When one runs, it fails at
+// once with Unavailable: retry later. On a nil Compactor (compaction
+// off) it just runs fn.
+func (c *Compactor) Exclusive(ctx context.Context, array string, fn func(context.Context) error) error {
+	if c == nil {
+		return fn(ctx)
+	}
+	if !c.take(array) {
+		return errkind.Errorf(errkind.Unavailable, "array %q: this node is compacting it now (-compact-after); retry when it is done", array)
+	}
+	defer c.give(array)
+	lctx, stop, err := c.hold(ctx, array)
+	if err != nil {
+		return err
+	}
+	if lctx == nil {
+		return errkind.Errorf(errkind.Unavailable, "array %q: another node is compacting it now (it holds the array's compaction lease, at most -compact-lease more); retry when it is done", array)
+	}
+	defer stop()
+	return fn(lctx)
+}
+
 // retryAfter queues a compaction check of array after d.
 func (c *Compactor) retryAfter(array string, d time.Duration) {
 	time.AfterFunc(d, func() {
@@ -463,6 +509,12 @@ func (c *Compactor) compact(ctx context.Context, array string) (int, *Status, er
 	if n < c.opt.After {
 		return n, nil, nil
 	}
+	if !c.take(array) {
+		// A consolidate or vacuum action runs on it here: look again later.
+		c.retryAfter(array, c.opt.LeaseTTL)
+		return n, nil, nil
+	}
+	defer c.give(array)
 	lctx, stop, err := c.hold(ctx, array)
 	if err != nil {
 		if c.opt.Metrics != nil {
@@ -530,6 +582,11 @@ func (c *Compactor) runVacuum(array string) {
 	if err != nil {
 		return
 	}
+	if !c.take(array) {
+		c.scheduleVacuum(array, time.Now().Add(c.opt.LeaseTTL))
+		return
+	}
+	defer c.give(array)
 	lctx, stop, err := c.hold(ctx, array)
 	if err != nil || lctx == nil {
 		if err == nil {

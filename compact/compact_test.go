@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tileflight/tileflight/errkind"
 	"github.com/tileflight/tileflight/format/names"
 	"github.com/tileflight/tileflight/format/schema"
 	"github.com/tileflight/tileflight/internal/s3test"
@@ -455,4 +456,55 @@ func FuzzLeaseObject(f *testing.F) {
 			t.Fatalf("generation %d", h.gen)
 		}
 	})
+}
+
+// TestExclusive: the consolidate and vacuum actions run under Exclusive,
+// which refuses (Unavailable) while this node compacts the array or
+// another node holds its lease, and otherwise runs them under the lease.
+func TestExclusive(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMem()
+	s := newArray(t, st, "a")
+	for k := int64(1); k <= 3; k++ {
+		write(t, st, "a", s, k)
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	started := make(chan struct{}, 1)
+	testHook = func(_ string, start bool) {
+		if start {
+			started <- struct{}{}
+			<-release
+		}
+	}
+	defer func() { testHook = nil }()
+	c := New(st, Options{After: 3, VacuumGrace: time.Hour, Owner: "me", Log: zerolog.Nop()})
+	c.Start(ctx)
+	defer c.Close()
+	defer free() // first: a failure must not leave the compaction (and Close) waiting
+	ran := 0
+	fn := func(context.Context) error { ran++; return nil }
+	c.Notify("a", 3)
+	<-started
+	if err := c.Exclusive(ctx, "a", fn); !errors.Is(err, errkind.Unavailable) || !strings.Contains(err.Error(), "this node is compacting") {
+		t.Fatalf("during a compaction: %v", err)
+	}
+	free()
+	waitFor(t, "the compaction's end", func() bool { _, ok := c.Status("a"); return ok })
+	waitFor(t, "the lease's release", func() bool { return c.Exclusive(ctx, "a", fn) == nil })
+	if ran != 1 {
+		t.Fatalf("fn ran %d times", ran)
+	}
+	other := NewLeases(st, "other", time.Minute)
+	if l, err := other.Acquire(ctx, "a"); l == nil || err != nil {
+		t.Fatal(l, err)
+	}
+	if err := c.Exclusive(ctx, "a", fn); !errors.Is(err, errkind.Unavailable) || !strings.Contains(err.Error(), "another node") {
+		t.Fatalf("under another node's lease: %v", err)
+	}
+	var nilc *Compactor
+	if err := nilc.Exclusive(ctx, "a", fn); err != nil || ran != 2 {
+		t.Fatalf("compaction off: %v, ran %d", err, ran)
+	}
 }

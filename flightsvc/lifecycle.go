@@ -116,7 +116,11 @@ func (s *Service) actConsolidate(ctx context.Context, body []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := lifecycle.Consolidate(ctx, s.cfg.Store, name, mode, opt)
+	var res *lifecycle.Result
+	err = s.exclusively(ctx, name, func(ctx context.Context) (err error) {
+		res, err = lifecycle.Consolidate(ctx, s.cfg.Store, name, mode, opt)
+		return err
+	})
 	if err != nil {
 		return nil, storageErr(err)
 	}
@@ -128,7 +132,11 @@ func (s *Service) actVacuum(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := lifecycle.Vacuum(ctx, s.cfg.Store, name, mode, lifecycle.VacuumOptions{EncryptionKey: key, Grace: s.cfg.VacuumGrace})
+	var res *lifecycle.VacuumResult
+	err = s.exclusively(ctx, name, func(ctx context.Context) (err error) {
+		res, err = lifecycle.Vacuum(ctx, s.cfg.Store, name, mode, lifecycle.VacuumOptions{EncryptionKey: key, Grace: s.cfg.VacuumGrace})
+		return err
+	})
 	if err != nil {
 		return nil, storageErr(err)
 	}

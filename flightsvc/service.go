@@ -112,6 +112,21 @@ type Notifier interface {
 	Notify(array string, fragments int)
 }
 
+// exclusive is what a compaction policy offers the consolidate and vacuum
+// actions: run fn while no compaction of the array runs anywhere.
+type exclusive interface {
+	Exclusive(ctx context.Context, array string, fn func(context.Context) error) error
+}
+
+// exclusively runs fn under the compaction policy's Exclusive when it has
+// one, else at once.
+func (s *Service) exclusively(ctx context.Context, array string, fn func(context.Context) error) error {
+	if ex, ok := s.cfg.Compaction.(exclusive); ok {
+		return ex.Exclusive(ctx, array, fn)
+	}
+	return fn(ctx)
+}
+
 // notifyWrite tells the compaction policy about a committed write.
 func (s *Service) notifyWrite(array string, fragments int) {
 	if s.cfg.Compaction != nil {
