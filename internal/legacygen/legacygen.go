@@ -286,14 +286,7 @@ func sparse(out, name string, version uint32, zipped bool, coordsFilters pipelin
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(cells, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+	return finish(out, name, frag, mb, cells)
 }
 
 // legacySparseMetadata encodes the one-tile metadata of versions 1 and 2
@@ -429,14 +422,7 @@ func dense(out, name string, version uint32) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), mb, 0o644); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(cells, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
+	return finish(out, name, frag, mb, cells)
 }
 
 // legacyDenseMetadata encodes the one-tile metadata of a dense fragment of
@@ -468,6 +454,19 @@ func legacyDenseMetadata(version uint32, aOffs, sOffs, sVarOffs, sVarSizes []uin
 		w.Uint64(uint64(n))
 	}
 	return gentile.Encode(w.Bytes(), version, nil)
+}
+
+// finish stores a fragment's metadata file and OUT/<name>.json, the cells
+// written.
+func finish(out, name, frag string, metadata []byte, cells []Cell) error {
+	if err := os.WriteFile(filepath.Join(frag, names.FragmentMetadataFile), metadata, 0o644); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(cells, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, name+".json"), j, 0o644)
 }
 
 // createArray writes the legacy schema file of an array at dir and makes
