@@ -126,6 +126,10 @@ type Compactor struct {
 	closed bool
 }
 
+// localBusyRetry is how soon a compaction or vacuum that found the array
+// busy on this node (another of them, or an action) tries again.
+const localBusyRetry = time.Second
+
 // testHook, when set (tests), hears each consolidation start and end.
 var testHook func(array string, start bool)
 
@@ -510,8 +514,9 @@ func (c *Compactor) compact(ctx context.Context, array string) (int, *Status, er
 		return n, nil, nil
 	}
 	if !c.take(array) {
-		// A consolidate or vacuum action runs on it here: look again later.
-		c.retryAfter(array, c.opt.LeaseTTL)
+		// A vacuum, or a consolidate or vacuum action, runs on it here:
+		// those are short, so look again soon (not after a lease's life).
+		c.retryAfter(array, localBusyRetry)
 		return n, nil, nil
 	}
 	defer c.give(array)
@@ -583,7 +588,7 @@ func (c *Compactor) runVacuum(array string) {
 		return
 	}
 	if !c.take(array) {
-		c.scheduleVacuum(array, time.Now().Add(c.opt.LeaseTTL))
+		c.scheduleVacuum(array, time.Now().Add(localBusyRetry))
 		return
 	}
 	defer c.give(array)

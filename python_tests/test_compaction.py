@@ -207,8 +207,24 @@ def test_kill9_during_compaction(flightd_bin, tmp_path):  # noqa: F811
                 pass
             k += 1
         # Kill in the middle of whatever runs now (a write, a compaction,
-        # a vacuum or nothing).
-        if rnd.random() < 0.5:
+        # a vacuum or nothing). Every third trial waits (3 s at most)
+        # for a compaction to be running, so that kills land inside
+        # compactions however fast the machine runs them.
+        if trial % 3 == 0:
+            end = time.time() + 3.0
+            while time.time() < end:
+                running = len(logged(d, "compaction started")) - len(logged(d, "compaction done")) - len(
+                    [r for r in d.records() if r.get("message", "").startswith("compaction failed")])
+                if running > 0:
+                    time.sleep(rnd.uniform(0, 0.05))
+                    break
+                try:
+                    put(c, "a", batch(k))
+                    acked.add(k)
+                except Exception:  # noqa: BLE001
+                    pass
+                k += 1
+        elif rnd.random() < 0.5:
             threading.Thread(target=put_quietly, args=(c, "a", batch(k)), daemon=True).start()
             k += 1
             time.sleep(rnd.uniform(0, 0.02))
