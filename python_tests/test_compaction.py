@@ -63,16 +63,19 @@ def tiledb_writes(uri, ctx=None):
     # TileDB's open lists __commits and then reads each file's size: a
     # vacuum (TileDB's own as well) removing a commit in between fails
     # that open with "No such file or directory". Opening again sees the
-    # state after the vacuum; what any read returns is checked in full.
-    for attempt in range(5):
+    # state after the vacuum; what any read returns is checked in full. A
+    # vacuum removes its files one by one, so the next open waits a little
+    # (at once, it can land inside the same vacuum again).
+    for attempt in range(10):
         try:
             with tiledb.open(uri, ctx=ctx) as A:
                 r = A[:]
             return writes_in(r["x"], r["v"], "TileDB")
         except tiledb.TileDBError as e:
-            if "No such file or directory" not in str(e) or attempt == 4:
+            if "No such file or directory" not in str(e) or attempt == 9:
                 raise
             RACED["opens"] += 1
+            time.sleep(0.05 * (attempt + 1))
 
 
 def metric(port, name):
