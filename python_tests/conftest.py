@@ -90,3 +90,41 @@ def spark(jdbc_jars):
     s.dataSource.register(TileflightDataSource)
     yield s
     s.stop()
+
+
+# -- a session that ends, whatever a test left running ------------------------
+#
+# A test thread that outlives its test (a reader looping until an event a
+# failed assertion never set) would keep the interpreter from exiting after
+# the summary: CI would wait for it until its own timeout and report
+# nothing. At the very end, threads still running after a short grace are
+# named on stderr and the process exits with the session's status. Hung tests themselves are stopped by
+# pytest-timeout (`timeout` in pytest.ini).
+
+_SESSION = {"status": 0}
+LEFTOVER_GRACE_S = 10
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _SESSION["status"] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    import threading
+    import time
+
+    deadline = time.time() + LEFTOVER_GRACE_S
+    left = []
+    for t in threading.enumerate():
+        if t is threading.main_thread() or t.daemon:
+            continue
+        t.join(max(0.0, deadline - time.time()))
+        if t.is_alive():
+            left.append(t)
+    if left:
+        names = ", ".join(f"{t.name} ({getattr(t, '_target', None)})" for t in left)
+        sys.stderr.write(f"\nthreads left running by tests: {names}; exiting without them\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(_SESSION["status"])

@@ -698,7 +698,7 @@ def test_doput_larger_than_a_fragment_becomes_visible_at_once(small_frags):
             seen.append(read(rc, array=name, columns=["k"]).num_rows)
         rc.close()
 
-    t = threading.Thread(target=reader)
+    t = threading.Thread(target=reader, daemon=True)  # a failed assertion must not leave it reading
     t.start()
     w, r = c.do_put(fl.FlightDescriptor.for_path(name), tbl.schema)
     batches = tbl.to_batches(max_chunksize=chunk)
