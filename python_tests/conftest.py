@@ -97,12 +97,15 @@ def spark(jdbc_jars):
 # A test thread that outlives its test (a reader looping until an event a
 # failed assertion never set) would keep the interpreter from exiting after
 # the summary: CI would wait for it until its own timeout and report
-# nothing. At the very end, threads still running after a short grace are
-# named on stderr and the process exits with the session's status. Hung tests themselves are stopped by
-# pytest-timeout (`timeout` in pytest.ini).
+# nothing. Once pytest is done, a watchdog gives the interpreter's own exit
+# (which joins every non-daemon thread, idle thread pools included) a
+# minute; past it, the threads still running are named on stderr with
+# every thread's stack, and the process exits with the session's status.
+# Hung tests themselves are stopped by pytest-timeout (`timeout` in
+# pytest.ini).
 
 _SESSION = {"status": 0}
-LEFTOVER_GRACE_S = 10
+EXIT_WATCHDOG_S = 60
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -111,20 +114,19 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
+    import faulthandler
     import threading
-    import time
 
-    deadline = time.time() + LEFTOVER_GRACE_S
-    left = []
-    for t in threading.enumerate():
-        if t is threading.main_thread() or t.daemon:
-            continue
-        t.join(max(0.0, deadline - time.time()))
-        if t.is_alive():
-            left.append(t)
-    if left:
-        names = ", ".join(f"{t.name} ({getattr(t, '_target', None)})" for t in left)
-        sys.stderr.write(f"\nthreads left running by tests: {names}; exiting without them\n")
+    def watchdog():
+        threading.Event().wait(EXIT_WATCHDOG_S)
+        left = [t for t in threading.enumerate()
+                if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+        names = ", ".join(f"{t.name} ({getattr(t, '_target', None)})" for t in left) or "none found"
+        sys.stderr.write(f"\nthe interpreter did not exit {EXIT_WATCHDOG_S} s after the tests; threads left "
+                         f"running by tests: {names}; exiting without them\n")
+        faulthandler.dump_traceback(all_threads=True)
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(_SESSION["status"])
+
+    threading.Thread(target=watchdog, name="exit-watchdog", daemon=True).start()
