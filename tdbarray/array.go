@@ -132,19 +132,27 @@ func isArrayListing(entries []storage.Entry) bool {
 
 // openAttempts bounds Open's tries when files it listed vanish before it
 // reads them.
-const openAttempts = 3
+const openAttempts = 64
 
 // Open opens the array at dir. A vacuum running at the same moment may
 // remove a file between the listing and its read (a commit, a .vac file,
-// a superseded fragment's metadata): the array is then listed again, up
-// to openAttempts times, so that an open racing a vacuum sees the state
-// after it instead of failing.
+// a superseded fragment's metadata): the array is then listed again, so
+// that an open racing a vacuum sees the state after it instead of
+// failing. A vacuum removes its files one by one (its .vac files last,
+// one after another), so each new listing can meet the next removal: the
+// open is tried again as long as a different file went missing each time
+// (up to openAttempts). The same file missing twice is not a vacuum's
+// doing: a listed file that cannot be read is the array's damage, and is
+// reported at once.
 func Open(ctx context.Context, st storage.Store, dir string, opt Options) (*Array, error) {
+	var missing string
 	for attempt := 1; ; attempt++ {
 		a, err := open(ctx, st, dir, opt)
-		if err == nil || attempt == openAttempts || !errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil {
+		if err == nil || attempt == openAttempts || !errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil ||
+			err.Error() == missing {
 			return a, err
 		}
+		missing = err.Error()
 	}
 }
 
