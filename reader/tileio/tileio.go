@@ -18,6 +18,7 @@ package tileio
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -316,12 +317,37 @@ type loadHow struct {
 	zstd   bool       // LoadZstd
 }
 
+// ErrVacuumed is a read that found a fragment's files gone after the
+// array was opened: a vacuum removed the fragment (a consolidation
+// superseded it) while the read ran. Reads opened before a consolidation
+// keep their fragments for the vacuum grace (-vacuum-grace); one that
+// runs longer loses them. Reading again opens the consolidated fragment
+// instead, so the kind is Unavailable: the same call succeeds later.
+var ErrVacuumed error = errkind.New(errkind.Unavailable, errkind.Overrides,
+	"the fragment was vacuumed during the read (it outlived -vacuum-grace after a consolidation); read again")
+
+// vacuumed adds ErrVacuumed to err, a file of frag not found, when the
+// fragment's metadata file is gone as well: the array was opened with
+// it, and a vacuum removes it first. A data file missing beside its
+// metadata is damage, and stays DataLoss.
+func (l *Loader) vacuumed(frag *tdbarray.Fragment, err error) error {
+	if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	_, serr := l.arr.Store.Stat(context.Background(), frag.Key(l.arr, names.FragmentMetadataFile))
+	if !errors.Is(serr, storage.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrVacuumed, err)
+}
+
 func (l *Loader) loadWhenHow(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
 	tile, err := l.load(ctx, frag, name, t, need, how)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		err = l.vacuumed(frag, err)
 		if errkind.Of(err) == nil {
 			err = errkind.Wrap(errkind.DataLoss, err)
 		}
@@ -339,6 +365,7 @@ func (l *Loader) Charge(frag *tdbarray.Fragment, name string, t uint64) (int64, 
 	}
 	_, _, _, charge, err := l.sizes(frag, f, t)
 	if err != nil {
+		err = l.vacuumed(frag, err)
 		if errkind.Of(err) == nil {
 			err = errkind.Wrap(errkind.DataLoss, err)
 		}
