@@ -78,9 +78,16 @@ def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
         assert max(times) < 5, times
         # The stalled streams: at most the client's share (16 of 32) ran;
         # the others were refused, and those that ran end once stalled.
-        # Reading them before -stall-timeout passed would be progress, so
-        # wait it out (the normal reads above can be quicker than 2 s).
-        time.sleep(max(0.0, 3.0 - (time.time() - t0)))
+        # Reading them before the watchdog stopped them would be progress,
+        # so wait until no DoGet runs any more: each stream is stopped
+        # -stall-timeout (2 s) after its first send blocked, and on a
+        # loaded machine some start sending only after others were
+        # stopped (a fixed 3 s drained them all before any was).
+        watcher = fl.connect(d.url)
+        wait_until = time.time() + 20
+        while time.time() < wait_until and [q for q in action(watcher, "list_queries") if q["kind"] == "doget"]:
+            time.sleep(0.1)
+        watcher.close()
         codes = []
         for r in readers:
             try:

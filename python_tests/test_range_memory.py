@@ -85,7 +85,7 @@ CASES = [
 def test_many_ranges_within_budget_and_cancelled(flightd_bin, data):
     """Each many-range read runs until its 1.5 s deadline (or its end): the daemon's
     RSS (sampled every 10 ms) stays under its idle RSS plus the budget
-    plus OVERHEAD_MIB; the call ends DEADLINE_EXCEEDED, the server logs
+    plus OVERHEAD_MIB; the call ends by its deadline, the server logs
     its end within 100 ms (+ SLACK) of the deadline, and from then on the
     daemon's CPU time and RSS stop growing."""
     with running(flightd_bin, data, "-memory-budget", f"{BUDGET_MIB}MiB", "-stall-timeout", "0") as d:
@@ -129,21 +129,30 @@ def test_many_ranges_within_budget_and_cancelled(flightd_bin, data):
                 time.sleep(0.01)
             stop.set()
             th.join()
-            # A sparse read returns each cell once however many ranges
-            # hold it, and may end before its deadline; a dense one lists
-            # every range's cells, far more than 1.5 s can send.
-            assert code == "DEADLINE_EXCEEDED" or (code == "OK" and q["array"] == "sparse"), (label, code, rows)
             last_cpu = max((s[0] for a, s in zip(samples, samples[1:]) if s[1] > a[1]), default=0.0)
             late_cpu = samples[-1][1] - next(s[1] for s in samples if s[0] >= 0.1 + SLACK)
             rss_at = next(s[2] for s in samples if s[0] >= 0.1 + SLACK)
             rss_later = max(s[2] for s in samples if s[0] >= 0.1 + SLACK)
-            ended = None
+            ended, server_status = None, None
             deadline_at = time.time() + 5
             while ended is None and time.time() < deadline_at:
                 for rec in d.records()[n_records:]:
                     if rec.get("method", "").endswith("/DoGet") and rec.get("array") == q["array"]:
-                        ended = rec["duration"] / 1000
+                        ended, server_status = rec["duration"] / 1000, rec.get("status")
                 time.sleep(0.05)
+            # A sparse read returns each cell once however many ranges
+            # hold it, and may end before its deadline; a dense one lists
+            # every range's cells, far more than 1.5 s can send, and ends
+            # at its deadline. Which code the client gets then is gRPC's
+            # race: the client's own timer gives DEADLINE_EXCEEDED, but
+            # when the daemon's copy of the deadline fires first, grpc-go
+            # resets the stream with CANCEL (the client sees CANCELLED,
+            # and the daemon's context reads Canceled or DeadlineExceeded,
+            # whichever of its two timers ran first). Both happened on an
+            # idle machine. So: a deadline code, and the daemon's call
+            # lasting until the deadline (not stopped before it).
+            by_deadline = code in ("DEADLINE_EXCEEDED", "CANCELLED") and ended is not None and ended >= DEADLINE - SLACK
+            assert by_deadline or (code == "OK" and q["array"] == "sparse"), (label, code, server_status, rows)
             report.append(f"{label}: peak RSS {peak[0]:.0f} MiB (bound {bound:.0f}), {rows} rows in {t_end - t0:.2f} s, "
                           f"server ended {ended:.3f} s after the call began, CPU last grew {last_cpu:.2f} s after the client's error, "
                           f"CPU after +{0.1 + SLACK:.1f} s: {late_cpu:.3f} s, RSS after it {rss_at:.0f} -> {rss_later:.0f} MiB")
