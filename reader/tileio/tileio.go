@@ -330,11 +330,11 @@ var ErrVacuumed error = errkind.New(errkind.Unavailable, errkind.Overrides,
 // fragment's metadata file is gone as well: the array was opened with
 // it, and a vacuum removes it first. A data file missing beside its
 // metadata is damage, and stays DataLoss.
-func (l *Loader) vacuumed(frag *tdbarray.Fragment, err error) error {
+func (l *Loader) vacuumed(ctx context.Context, frag *tdbarray.Fragment, err error) error {
 	if !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	_, serr := l.arr.Store.Stat(context.Background(), frag.Key(l.arr, names.FragmentMetadataFile))
+	_, serr := l.arr.Store.Stat(ctx, frag.Key(l.arr, names.FragmentMetadataFile))
 	if !errors.Is(serr, storage.ErrNotFound) {
 		return err
 	}
@@ -347,7 +347,7 @@ func (l *Loader) loadWhenHow(ctx context.Context, frag *tdbarray.Fragment, name 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		err = l.vacuumed(frag, err)
+		err = l.vacuumed(ctx, frag, err)
 		if errkind.Of(err) == nil {
 			err = errkind.Wrap(errkind.DataLoss, err)
 		}
@@ -365,7 +365,8 @@ func (l *Loader) Charge(frag *tdbarray.Fragment, name string, t uint64) (int64, 
 	}
 	_, _, _, charge, err := l.sizes(frag, f, t)
 	if err != nil {
-		err = l.vacuumed(frag, err)
+		// Charge takes no context: the one Stat runs without a deadline.
+		err = l.vacuumed(context.Background(), frag, err)
 		if errkind.Of(err) == nil {
 			err = errkind.Wrap(errkind.DataLoss, err)
 		}
