@@ -60,40 +60,44 @@ def flightd_writes(c, name="a"):
 RACED = {"opens": 0, "reads": 0}
 
 
+def read_again(read_once, raced, kind):
+    """read_once() until it does not fail with a race against a vacuum
+    (raced(e) says whether e is one), ten tries at most, counting the
+    retries in RACED[kind]. A vacuum removes its files one by one, so each
+    retry waits a little longer (at once, it can land inside the same
+    vacuum again). What any read returns is checked in full."""
+    for attempt in range(10):
+        try:
+            return read_once()
+        except Exception as e:  # noqa: BLE001 (re-raised unless raced)
+            if not raced(e) or attempt == 9:
+                raise
+            RACED[kind] += 1
+            time.sleep(0.05 * (attempt + 1))
+
+
 def flightd_writes_under_vacuum(c, name="a"):
     """flightd_writes for a daemon run with -vacuum-grace 0s: a vacuum may
     remove a superseded fragment under a read that opened before the
     compaction (the grace is what prevents that, and the test turns it
     off to kill vacuums too). Such a read fails with UNAVAILABLE saying
-    so; reading again sees the state after the vacuum. What any read
-    returns is checked in full."""
-    for attempt in range(10):
-        try:
-            return flightd_writes(c, name)
-        except fl.FlightUnavailableError as e:
-            if "vacuumed during the read" not in str(e) or attempt == 9:
-                raise
-            RACED["reads"] += 1
-            time.sleep(0.05 * (attempt + 1))
+    so; reading again sees the state after the vacuum."""
+    return read_again(lambda: flightd_writes(c, name),
+                      lambda e: isinstance(e, fl.FlightUnavailableError) and "vacuumed during the read" in str(e),
+                      "reads")
 
 
 def tiledb_writes(uri, ctx=None):
     # TileDB's open lists __commits and then reads each file's size: a
     # vacuum (TileDB's own as well) removing a commit in between fails
     # that open with "No such file or directory". Opening again sees the
-    # state after the vacuum; what any read returns is checked in full. A
-    # vacuum removes its files one by one, so the next open waits a little
-    # (at once, it can land inside the same vacuum again).
-    for attempt in range(10):
-        try:
-            with tiledb.open(uri, ctx=ctx) as A:
-                r = A[:]
-            return writes_in(r["x"], r["v"], "TileDB")
-        except tiledb.TileDBError as e:
-            if "No such file or directory" not in str(e) or attempt == 9:
-                raise
-            RACED["opens"] += 1
-            time.sleep(0.05 * (attempt + 1))
+    # state after the vacuum.
+    def once():
+        with tiledb.open(uri, ctx=ctx) as A:
+            r = A[:]
+        return writes_in(r["x"], r["v"], "TileDB")
+    return read_again(once, lambda e: isinstance(e, tiledb.TileDBError) and "No such file or directory" in str(e),
+                      "opens")
 
 
 def metric(port, name):
@@ -126,6 +130,12 @@ def compacted(c, name, after):
 
 def logged(d, msg, array=None):
     return [r for r in d.records() if r.get("message") == msg and (array is None or r.get("array") == array)]
+
+
+def compactions_running(d):
+    """Compactions d's log shows started and not yet done or failed."""
+    failed = [r for r in d.records() if r.get("message", "").startswith("compaction failed")]
+    return len(logged(d, "compaction started")) - len(logged(d, "compaction done")) - len(failed)
 
 
 def test_compaction_under_readers_and_writers(flightd_bin, tmp_path):  # noqa: F811
@@ -247,9 +257,7 @@ def test_kill9_during_compaction(flightd_bin, tmp_path):  # noqa: F811
         if trial % 3 == 0:
             end = time.time() + 3.0
             while time.time() < end:
-                running = len(logged(d, "compaction started")) - len(logged(d, "compaction done")) - len(
-                    [r for r in d.records() if r.get("message", "").startswith("compaction failed")])
-                if running > 0:
+                if compactions_running(d) > 0:
                     time.sleep(rnd.uniform(0, 0.05))
                     break
                 try:
@@ -262,12 +270,11 @@ def test_kill9_during_compaction(flightd_bin, tmp_path):  # noqa: F811
             threading.Thread(target=put_quietly, args=(c, "a", batch(k)), daemon=True).start()
             k += 1
             time.sleep(rnd.uniform(0, 0.02))
-        starts, dones = logged(d, "compaction started"), logged(d, "compaction done")
-        failed = [r for r in d.records() if r.get("message", "").startswith("compaction failed")]
+        running = compactions_running(d)
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
         c.close()
-        if len(starts) > len(dones) + len(failed):
+        if running > 0:
             in_compaction += 1
         got = tiledb_writes(str(data / "a"))
         assert acked <= got, f"trial {trial}: TileDB lost acknowledged writes {sorted(acked - got)[:10]}"

@@ -51,6 +51,17 @@ def rss_mib(pid):
     return 0.0
 
 
+def wait_no_dogets(c, timeout):
+    """Waits until list_queries shows no DoGet running; False if one still
+    runs after timeout seconds."""
+    deadline = time.time() + timeout
+    while [q for q in action(c, "list_queries") if q["kind"] == "doget"]:
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
     """64 DoGets opened on one connection and never read, then normal
     clients: each normal client is answered within a few seconds, the
@@ -84,10 +95,7 @@ def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
         # loaded machine some start sending only after others were
         # stopped (a fixed 3 s drained them all before any was).
         watcher = fl.connect(d.url)
-        wait_until = time.time() + 20
-        while time.time() < wait_until and [q for q in action(watcher, "list_queries") if q["kind"] == "doget"]:
-            time.sleep(0.1)
-        watcher.close()
+        wait_no_dogets(watcher, 20)
         codes = []
         for r in readers:
             try:
@@ -102,14 +110,10 @@ def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
         assert any("-max-queries-per-peer" in m for m in msgs + [str(e) for e in refused]) or any(
             "max-queries-per-peer" in r for r in [json.dumps(x) for x in d.records()]), msgs[:3]
         # Nothing left running, and the daemon serves.
-        deadline = time.time() + 10
-        c = fl.connect(d.url)
-        while time.time() < deadline and [q for q in action(c, "list_queries") if q["kind"] == "doget"]:
-            time.sleep(0.1)
-        assert not [q for q in action(c, "list_queries") if q["kind"] == "doget"]
-        assert read(c, array="big", subarray={"i": [[0, 9]]}).num_rows == 10
+        assert wait_no_dogets(watcher, 10)
+        assert read(watcher, array="big", subarray={"i": [[0, 9]]}).num_rows == 10
         assert time.time() - t0 < 30
-        c.close()
+        watcher.close()
         bad.close()
 
 
