@@ -24,11 +24,11 @@ N = 16_000_000  # 128 MiB of float64: far more than unread_client buffers of a s
 def unread_client(url):
     """A client for DoGets it will not read. gRPC's bandwidth-delay probing
     is off: with it, the client's transport grows each stream's window with
-    the round trip it measures, and on a loaded machine it took 16, 32 and
-    65 MiB of each unread stream (three runs beside three busy loops), up to
-    the whole 128 MiB. That is reading the stream, which the daemon rightly
-    counts as progress; with probing off each stream stops at about 1 MiB,
-    loaded or not."""
+    the round trip it measures: it took in 16 MiB of each unread stream on
+    an idle machine, 32 and 65 MiB beside three busy loops, and in CI
+    (every such stream drained OK) apparently the whole 128 MiB. That is
+    reading the stream, which the daemon rightly counts as progress; with
+    probing off each stream stops at about 1 MiB, loaded or not."""
     return fl.connect(url, generic_options=[("grpc.http2.bdp_probe", 0)])
 
 
