@@ -124,3 +124,35 @@ func countRows(ctx context.Context, c aflight.Client, ticket string) (int64, err
 	}
 	return n, nil
 }
+
+// TestIdleStages: the pooled buffers are dropped after -idle-trim, or at
+// -idle-release when that comes first (just before the release, which
+// would otherwise leave them resident); 0 turns a stage off.
+func TestIdleStages(t *testing.T) {
+	const s = time.Second
+	for _, c := range []struct {
+		name                  string
+		trim, release         time.Duration
+		wantTrim, wantRelease time.Duration
+	}{
+		{"defaults: trim, then release", 30 * s, 60 * s, 30 * s, 60 * s},
+		{"release first: the trim moves to it", 30 * s, 1 * s, 1 * s, 1 * s},
+		{"same time", 5 * s, 5 * s, 5 * s, 5 * s},
+		{"no release", 30 * s, 0, 30 * s, 0},
+		{"no trim: pools kept even by a release", 0, 1 * s, 0, 1 * s},
+		{"neither", 0, 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ran []string
+			st := idleStages(c.trim, c.release, func() { ran = append(ran, "trim") }, func() { ran = append(ran, "release") })
+			if len(st) != 2 || st[0].After != c.wantTrim || st[1].After != c.wantRelease {
+				t.Fatalf("stages after %v and %v, want %v and %v", st[0].After, st[1].After, c.wantTrim, c.wantRelease)
+			}
+			st[0].Do()
+			st[1].Do()
+			if strings.Join(ran, ",") != "trim,release" {
+				t.Fatalf("stages do %v, want trim then release", ran)
+			}
+		})
+	}
+}

@@ -162,17 +162,30 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{cfg: cfg, streams: make(chan struct{}, cfg.MaxConcurrentStreams), cache: tdbarray.NewCacheBytes(cfg.CacheEntries, cfg.CacheBytes),
 		tiles: tileio.NewCache(cfg.TileCacheBytes)}
-	s.idle = idletrim.New(
-		idletrim.Stage{After: cfg.IdleTrim, Do: func() {
+	s.idle = idletrim.New(idleStages(cfg.IdleTrim, cfg.IdleRelease,
+		func() {
 			n := idletrim.DropPools()
 			cfg.Log.Debug().Int64("bytes", n).Msg("idle: pooled buffers dropped")
-		}},
-		idletrim.Stage{After: cfg.IdleRelease, Do: func() {
+		},
+		func() {
 			t := time.Now()
 			idletrim.ReturnToOS()
 			cfg.Log.Debug().Dur("took", time.Since(t)).Msg("idle: free memory returned to the OS")
-		}})
+		})...)
 	return s
+}
+
+// idleStages are the service's two idle stages: drop the pooled buffers
+// after trim, return the free heap to the OS after release (either 0:
+// never). A release due before the trim (-idle-release 1s beside the
+// default -idle-trim of 30 s) drops the pools at the same moment, just
+// before it: pooled buffers are free memory kept for reuse, and a release
+// that left them would give back only part of what is free.
+func idleStages(trim, release time.Duration, dropPools, returnToOS func()) []idletrim.Stage {
+	if release > 0 && trim > release {
+		trim = release
+	}
+	return []idletrim.Stage{{After: trim, Do: dropPools}, {After: release, Do: returnToOS}}
 }
 
 // requireWrite refuses a mutation to callers that authenticated with a

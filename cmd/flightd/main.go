@@ -178,7 +178,7 @@ func parseServeFlags(args []string, stderr io.Writer, getenv func(string) string
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "HOST:PORT serving Prometheus metrics on /metrics (off when empty)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 30*time.Minute, "close client connections idle (no call running) this long (0: never)")
 	fs.DurationVar(&c.idleTrim, "idle-trim", idletrim.DefaultDropPools, "once no DoGet, DoPut or action has run this long, drop the buffers queries left pooled (0: never)")
-	fs.DurationVar(&c.idleRelease, "idle-release", idletrim.DefaultReturnToOS, "once no DoGet, DoPut or action has run this long, return the daemon's free memory to the OS (0: never; the next query faults it back in)")
+	fs.DurationVar(&c.idleRelease, "idle-release", idletrim.DefaultReturnToOS, "once no DoGet, DoPut or action has run this long, return the daemon's free memory to the OS, pooled buffers included if -idle-trim is longer (0: never; the next query faults it back in)")
 	fs.StringVar(&c.pprofListen, "pprof", "", "HOST:PORT to serve Go's net/http/pprof profiles on (off when empty; keep it on loopback: it has no authentication)")
 	c.tileCacheBytes = tileio.DefaultCacheBytes
 	fs.Var(sizeFlag{&c.tileCacheBytes}, "tile-cache-bytes", "decoded tiles kept between queries (a `size`; tiles above an eighth of it are not kept); 0: no cache")

@@ -22,7 +22,9 @@
 package idletrim
 
 import (
+	"cmp"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +65,9 @@ type Trimmer struct {
 	next      int // the next stage to run in this idle period; len(stages): none
 }
 
-// New returns a Trimmer over the stages with After > 0, which must come
-// in increasing After (nil when there are none). A stage runs with new
+// New returns a Trimmer over the stages with After > 0 (nil when there
+// are none). They run in order of After, stages with the same After in
+// the order given. A stage runs with new
 // work held off until it returns, so that it never overlaps a query; it
 // must not call Begin. No stage runs before the first work has ended.
 func New(stages ...Stage) *Trimmer {
@@ -77,6 +80,7 @@ func New(stages ...Stage) *Trimmer {
 	if len(t.stages) == 0 {
 		return nil
 	}
+	slices.SortStableFunc(t.stages, func(a, b Stage) int { return cmp.Compare(a.After, b.After) })
 	t.next = len(t.stages)
 	t.timer = time.AfterFunc(time.Hour, t.fire)
 	t.timer.Stop()

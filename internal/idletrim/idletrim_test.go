@@ -1,6 +1,8 @@
 package idletrim
 
 import (
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,5 +171,32 @@ func TestDropPools(t *testing.T) {
 	}
 	if n := DropPools(); n != int64(cap(b)) || bufpool.Pooled() != 0 {
 		t.Fatalf("DropPools dropped %d (want %d), %d left pooled", n, cap(b), bufpool.Pooled())
+	}
+}
+
+// TestStagesRunInOrderOfAfter: stages given out of order run in order of
+// After, each when its own time comes (a later stage listed first does
+// not hold back an earlier one); equal Afters keep the order given.
+func TestStagesRunInOrderOfAfter(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	var ran atomic.Int64
+	stage := func(name string) func() {
+		return func() {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			ran.Add(1)
+		}
+	}
+	tr := New(Stage{time.Hour, stage("late")}, Stage{20 * time.Millisecond, stage("first")},
+		Stage{20 * time.Millisecond, stage("second")})
+	tr.Begin()()
+	waitFor(t, "the two early stages", &ran, 2) // 5 s, not the hour
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(order, ","); got != "first,second" {
+		t.Fatalf("stages ran as %q, want \"first,second\" (the hour-long one not yet)", got)
 	}
 }
