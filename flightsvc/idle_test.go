@@ -145,7 +145,10 @@ func TestIdleStages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var ran []string
 			st := idleStages(c.trim, c.release, func() { ran = append(ran, "trim") }, func() { ran = append(ran, "release") })
-			if len(st) != 2 || st[0].After != c.wantTrim || st[1].After != c.wantRelease {
+			if len(st) != 2 {
+				t.Fatalf("%d stages, want 2", len(st))
+			}
+			if st[0].After != c.wantTrim || st[1].After != c.wantRelease {
 				t.Fatalf("stages after %v and %v, want %v and %v", st[0].After, st[1].After, c.wantTrim, c.wantRelease)
 			}
 			st[0].Do()

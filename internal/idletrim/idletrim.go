@@ -67,9 +67,9 @@ type Trimmer struct {
 
 // New returns a Trimmer over the stages with After > 0 (nil when there
 // are none). They run in order of After, stages with the same After in
-// the order given. A stage runs with new
-// work held off until it returns, so that it never overlaps a query; it
-// must not call Begin. No stage runs before the first work has ended.
+// the order given. A stage runs with new work held off until it returns,
+// so that it never overlaps a query; it must not call Begin. No stage
+// runs before the first work has ended.
 func New(stages ...Stage) *Trimmer {
 	t := &Trimmer{}
 	for _, s := range stages {
