@@ -326,19 +326,21 @@ type loadHow struct {
 var ErrVacuumed error = errkind.New(errkind.Unavailable, errkind.Overrides,
 	"the fragment was vacuumed during the read (it outlived -vacuum-grace after a consolidation); read again")
 
-// vacuumed adds ErrVacuumed to err, a file of frag not found, when the
-// fragment's metadata file is gone as well: the array was opened with
-// it, and a vacuum removes it first. A data file missing beside its
-// metadata is damage, and stays DataLoss.
-func (l *Loader) vacuumed(ctx context.Context, frag *tdbarray.Fragment, err error) error {
-	if !errors.Is(err, storage.ErrNotFound) {
-		return err
+// tileError classifies err, a failure to size or load a tile of frag:
+// DataLoss unless it already has a kind, and ErrVacuumed as well when a
+// file was not found and the fragment's metadata file is gone too (the
+// array was opened with it, and a vacuum removes it first). A data file
+// missing beside its metadata is damage, and stays DataLoss alone.
+func (l *Loader) tileError(ctx context.Context, frag *tdbarray.Fragment, err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		if _, serr := l.arr.Store.Stat(ctx, frag.Key(l.arr, names.FragmentMetadataFile)); errors.Is(serr, storage.ErrNotFound) {
+			err = fmt.Errorf("%w: %w", ErrVacuumed, err)
+		}
 	}
-	_, serr := l.arr.Store.Stat(ctx, frag.Key(l.arr, names.FragmentMetadataFile))
-	if !errors.Is(serr, storage.ErrNotFound) {
-		return err
+	if errkind.Of(err) == nil {
+		err = errkind.Wrap(errkind.DataLoss, err)
 	}
-	return fmt.Errorf("%w: %w", ErrVacuumed, err)
+	return err
 }
 
 func (l *Loader) loadWhenHow(ctx context.Context, frag *tdbarray.Fragment, name string, t uint64, need <-chan struct{}, how loadHow) (*Tile, error) {
@@ -347,11 +349,7 @@ func (l *Loader) loadWhenHow(ctx context.Context, frag *tdbarray.Fragment, name 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		err = l.vacuumed(ctx, frag, err)
-		if errkind.Of(err) == nil {
-			err = errkind.Wrap(errkind.DataLoss, err)
-		}
-		return nil, fmt.Errorf("fragment %s: field %q: tile %d: %w", frag.Name, name, t, err)
+		return nil, fmt.Errorf("fragment %s: field %q: tile %d: %w", frag.Name, name, t, l.tileError(ctx, frag, err))
 	}
 	return tile, nil
 }
@@ -366,11 +364,7 @@ func (l *Loader) Charge(frag *tdbarray.Fragment, name string, t uint64) (int64, 
 	_, _, _, charge, err := l.sizes(frag, f, t)
 	if err != nil {
 		// Charge takes no context: the one Stat runs without a deadline.
-		err = l.vacuumed(context.Background(), frag, err)
-		if errkind.Of(err) == nil {
-			err = errkind.Wrap(errkind.DataLoss, err)
-		}
-		return 0, fmt.Errorf("fragment %s: field %q: tile %d: %w", frag.Name, name, t, err)
+		return 0, fmt.Errorf("fragment %s: field %q: tile %d: %w", frag.Name, name, t, l.tileError(context.Background(), frag, err))
 	}
 	return charge, nil
 }
