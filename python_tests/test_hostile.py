@@ -62,6 +62,16 @@ def rss_mib(pid):
     return 0.0
 
 
+def rss_settles(pid, limit_mib, timeout):
+    """Polls pid's RSS (from /proc: asking the daemon would be a call) until
+    it is at most limit_mib, for up to timeout seconds; returns the last
+    reading."""
+    deadline = time.time() + timeout
+    while (rss := rss_mib(pid)) > limit_mib and time.time() < deadline:
+        time.sleep(0.2)
+    return rss
+
+
 def wait_no_dogets(c, timeout):
     """Waits until list_queries shows no DoGet running; False if one still
     runs after timeout seconds."""
@@ -130,10 +140,8 @@ def test_stalled_doggets_do_not_starve_others(flightd_bin, data):
         # took it past 1 GiB). Polling /proc, not the daemon: a call
         # would end the idle period.
         at_stop = rss_mib(d.proc.pid)
-        deadline = time.time() + 10
-        while time.time() < deadline and rss_mib(d.proc.pid) > base + 64:
-            time.sleep(0.2)
-        assert rss_mib(d.proc.pid) <= base + 64, (base, at_stop, rss_mib(d.proc.pid))
+        rss = rss_settles(d.proc.pid, base + 64, 10)
+        assert rss <= base + 64, (base, at_stop, rss)
         # Nothing left running, and the daemon serves.
         assert wait_no_dogets(watcher, 10)
         assert read(watcher, array="big", subarray={"i": [[0, 9]]}).num_rows == 10
@@ -224,7 +232,5 @@ def test_sql_timeout(flightd_bin, data):
             assert cur.fetchall() == [(10,)]
             cur.close()
         assert d.alive()
-        deadline = time.time() + 20
-        while time.time() < deadline and rss_mib(d.proc.pid) > base + 256:
-            time.sleep(0.5)
-        assert rss_mib(d.proc.pid) <= base + 256, (base, rss_mib(d.proc.pid))
+        rss = rss_settles(d.proc.pid, base + 256, 20)
+        assert rss <= base + 256, (base, rss)
